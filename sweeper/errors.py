@@ -18,9 +18,9 @@ DEBUG_ENV = "SWEEPER_DEBUG"
 
 def user_line(err: BaseException) -> str | None:
     """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: the innermost line of ``err``'s
-    traceback in the user's own code (not Python's, an installed package's or sweeper's):
-    where the interpreter ran the kernel's body, or where importing the user's module
-    failed; ``None`` where there is none."""
+    traceback in the user's own code (not Python's, an installed package's or sweeper's),
+    its trailing comment left out: where the interpreter ran the kernel's body, or where
+    importing the user's module failed; ``None`` where there is none."""
     import sysconfig
 
     paths = sysconfig.get_paths()
@@ -31,8 +31,29 @@ def user_line(err: BaseException) -> str | None:
         path = os.path.realpath(frame.filename)
         if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
             continue
-        return f"{os.path.basename(frame.filename)}:{frame.lineno}: {frame.line.strip()}"
+        return f"{os.path.basename(frame.filename)}:{frame.lineno}: " \
+            f"{without_comment(frame.line)}"
     return None
+
+
+def without_comment(line: str) -> str:
+    """Source ``line`` stripped, without a trailing ``# comment`` (a ``#`` inside a string
+    literal is code and stays): a reason quotes what ran, not what its author noted.
+    The line is read as Python reads it (:mod:`tokenize`), up to where it no longer
+    reads alone (a bracket or string left open for the next line)."""
+    import io
+    import tokenize
+
+    text = line.strip()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.ERRORTOKEN:      # a string left open: unsure
+                break
+            if token.type == tokenize.COMMENT:
+                return text[:token.start[1]].rstrip() or text
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return text
 
 
 def one_line(text: str) -> str:

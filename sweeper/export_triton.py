@@ -143,22 +143,23 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
 def refuse_unfound(kernel: str) -> None:
     """A :class:`SweeperError` where the user kernel ``kernel``'s source cannot be found:
     the module's ``key`` and footprint rule are read from it, and without it both would be
-    guesses written without a word: its module neither imported nor a file on the import
-    path (:func:`~sweeper.kernels.source_missing`, which reads no file) is refused saying
-    where it was looked for; a module there whose source no longer defines the kernel's
-    name (:func:`~sweeper.kernels.source_undefined`), saying which module and name.  A
+    guesses written without a word (:func:`~sweeper.kernels.source_unfound`): its module
+    neither imported nor a file on the import path is refused saying where it was looked
+    for; a module there whose source no longer defines the kernel's name, saying which
+    module and name.  A
     built-in, or a name no plugin has (a kernel a program passed as an object), has
     nothing to find."""
     import os
 
-    from sweeper import plugins
     from sweeper.core._units import did_you_mean
-    from sweeper.kernels import source_missing, source_undefined
+    from sweeper.kernels import source_unfound
     from sweeper.kernels._own_modules import module_file
 
-    bound = source_undefined(kernel)
+    unfound = source_unfound(kernel)
+    if unfound is None:
+        return
+    module, attr, bound = unfound
     if bound is not None:
-        module, _, attr = plugins.find(plugins.KERNEL, kernel).target.partition(":")
         file = module_file(module)
         raise SweeperError(
             f"kernel {kernel}: its module {module}{f' ({file})' if file else ''} no longer "
@@ -166,9 +167,6 @@ def refuse_unfound(kernel: str) -> None:
             "the export reads the kernel's key and footprint from its source: allowed: "
             "export with the source the study ran on, or sweep the kernel as it is now into "
             "a new study and export that")
-    if not source_missing(kernel):
-        return
-    module = plugins.find(plugins.KERNEL, kernel).target.partition(":")[0]
     raise SweeperError(
         f"kernel {kernel}: its module {module} is neither imported nor a file on the import "
         f"path (the current folder, {os.getcwd()}, first): renamed, moved, or the study was "

@@ -361,23 +361,21 @@ def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
 
 def unfound(identity: str) -> str | None:
     """Why the source of kernel ``identity`` cannot be found here to compare with the
-    hash it was tuned on, and what to do, as :func:`_unfound_text` ends: its module is
-    neither imported nor on the import path (:func:`~sweeper.kernels.source_missing`), or
-    its module no longer defines it (:func:`~sweeper.kernels.source_undefined`); ``None``
-    where neither is told.  Nothing is imported."""
-    from sweeper import plugins
-    from sweeper.kernels import source_missing, source_undefined
+    hash it was tuned on (:func:`~sweeper.kernels.source_unfound`), and what to do, as
+    :func:`_unfound_text` ends: its module is neither imported nor on the import path, or
+    its module no longer defines it; ``None`` where neither is told.  Nothing is
+    imported."""
+    from sweeper.kernels import source_unfound
 
-    if source_missing(identity):
-        module, colon, _ = identity.partition(":")
-        gone = f"module {module!r} is neither imported nor on the import path" if colon \
-            else "its module is neither imported nor on the import path"
+    unfound = source_unfound(identity)
+    if unfound is None:
+        return None
+    module, attr, bound = unfound
+    if bound is None:
+        gone = f"module {module!r} is neither imported nor on the import path" \
+            if ":" in identity else "its module is neither imported nor on the import path"
         return (f"{gone}: renamed, or tuned in another working folder); they are used as "
                 "they are, unchecked: run from the folder that holds it, or tune it again")
-    bound = source_undefined(identity)
-    if bound is None:
-        return None
-    module, _, attr = plugins.find(plugins.KERNEL, identity).target.partition(":")
     return (f"module {module!r} no longer defines {attr!r}: renamed or removed since"
             f"{did_you_mean(attr, bound)}); they are used as they are, unchecked: to tune "
             "the kernel as it is now, run a space naming it into a new study (`sweeper run "

@@ -437,11 +437,12 @@ def _where(err: BaseException) -> str | None:
     return user_line(err)
 
 
-def import_path(target: str, *, from_cwd: bool = True) -> Any:
+def import_path(target: str, *, from_cwd: bool = True, first: str | None = None) -> Any:
     """The attribute ``package.module:attr`` names, its module imported with the current
-    directory first on ``sys.path`` where ``from_cwd`` (as a plugin's path is)."""
+    directory first on ``sys.path`` where ``from_cwd`` (as a plugin's path is), or the
+    folder ``first`` where one is given."""
     module_name, _, attr = target.partition(":")
-    with _cwd_first() if from_cwd else contextlib.nullcontext():
+    with _cwd_first(first) if from_cwd or first else contextlib.nullcontext():
         module = importlib.import_module(module_name)
     if not hasattr(module, attr):
         public = [n for n in vars(module) if not n.startswith("_")]
@@ -451,9 +452,10 @@ def import_path(target: str, *, from_cwd: bool = True) -> Any:
 
 
 @contextlib.contextmanager
-def _cwd_first() -> Iterator[None]:
-    """The current directory first on ``sys.path`` while a path plugin is imported."""
-    cwd = os.getcwd()
+def _cwd_first(folder: str | None = None) -> Iterator[None]:
+    """The current directory (or ``folder``) first on ``sys.path`` while a path plugin is
+    imported."""
+    cwd = folder or os.getcwd()
     sys.path.insert(0, cwd)
     importlib.invalidate_caches()       # a module written since the folder was last read
     try:

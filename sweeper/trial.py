@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 from sweeper.devices import Device
 from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
-from sweeper.errors import DEBUG_ENV, ReferenceFailed, RefusalFailed, one_line, user_line
+from sweeper.errors import (
+    DEBUG_ENV,
+    ReferenceFailed,
+    RefusalFailed,
+    one_line,
+    user_line,
+    without_comment,
+)
 from sweeper.escape import cut
 from sweeper.kernels import Buffers, Kernel
 from sweeper.measure import (
@@ -169,16 +176,24 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
                                   verify=rotation, warmup_time_s=measure.warmup_time_s)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
-        if os.environ.get(DEBUG_ENV):
-            print("sweeper --debug: a trial of "
-                  f"{launch_text(config.grid, config.block, config.meta)} failed "
-                  f"({status.value}):\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        debug_failure(config, status, err)
         return TrialResult(status, reason, cold_s=cold_s, seconds=dict(spent))
     for what, seconds in measured.seconds.items():
         spent[what] = spent.get(what, 0.0) + seconds
     result = _result(kernel, sets, config, device, measure, measured, cold_s, l2_bytes, duty)
     result.seconds = dict(spent)
     return result
+
+
+def debug_failure(config: Config, status: TrialStatus, err: BaseException) -> None:
+    """Under ``sweeper --debug`` (:data:`~sweeper.errors.DEBUG_ENV`), print the traceback of
+    ``err``, which failed ``config``'s trial with ``status``, to stderr (what it was
+    raised from too: the user's own error behind a failed refusal); nothing without it."""
+    if os.environ.get(DEBUG_ENV):
+        print("sweeper --debug: a trial of "
+              f"{launch_text(config.grid, config.block, config.meta)} failed "
+              f"({status.value}):\n{''.join(traceback.format_exception(err))}",
+              file=sys.stderr, flush=True)
 
 
 def _result(kernel: Kernel, sets: Sequence[Buffers], config: Config, device: Device,
@@ -296,7 +311,8 @@ _CUDA_ADVICE = re.compile(r"\s+(?:Search for `cudaError|CUDA kernel errors might
 def compile_line(err: BaseException) -> str | None:
     """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: where Triton's compile error ``err``
     (a ``CompilationError``: the kernel's source and the node at fault) points in the
-    user's file, the jitted function found in the traceback of the compile (Triton's own
+    user's file (its trailing comment left out, as :func:`~sweeper.errors.user_line`
+    leaves it), the jitted function found in the traceback of the compile (Triton's own
     frames hold it); the line within the kernel (``line 5 of the kernel: ...``) where that
     cannot be found, and ``None`` where the error names no node."""
     src, node = getattr(err, "src", None), getattr(err, "node", None)
@@ -304,7 +320,7 @@ def compile_line(err: BaseException) -> str | None:
     if not isinstance(src, str) or not isinstance(lineno, int):
         return None
     lines = src.split("\n")
-    text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    text = without_comment(lines[lineno - 1]) if 0 < lineno <= len(lines) else ""
     tb = err.__traceback__
     while tb is not None:
         jit = getattr(tb.tb_frame.f_locals.get("self"), "fn", None)

@@ -782,7 +782,7 @@ def test_the_refuse_and_reference_files_are_part_of_the_kernels_source(cu_space,
     ``.cu`` file does: its text is part of the kernel's source (an edit is a new source
     hash) and the sweep watches it (``source_files``).  So does the file of a
     ``module:function``'s module where it is the user's own (found as its import finds
-    it, the current folder first; read again, not imported again); a library's
+    it, beside the space file first; read again, not imported again); a library's
     (``torch:clone``) is not."""
     folder = cu_space(space_text()).parent
     monkeypatch.chdir(folder)
@@ -814,6 +814,70 @@ def test_the_refuse_and_reference_files_are_part_of_the_kernels_source(cu_space,
     torch_folder = Path(torch.__file__).parent
     assert not any(p.is_relative_to(torch_folder) for p in
                    load_kernel(plain.kernel, plain.kernel_options).source_files())
+
+
+def test_a_refuse_and_reference_module_is_found_beside_the_space_from_any_folder(
+        cu_space, tmp_path, monkeypatch):
+    """A ``module:function`` refuse or reference is looked for in the space file's folder
+    first (as a ``file.py:function`` is read there) and kept pinned to the folder it is
+    found in: from whichever working folder the space is read, or its options hashed
+    (as ``sweeper export`` and a lookup hash them), the run imports and the source hash
+    reads that one file, never a module of the same name in the working folder; one of
+    that name imported already from elsewhere is refused, not run unhashed."""
+    from sweeper.errors import SpaceError
+    from sweeper.kernels import source_hash_now, source_hash_unrun
+
+    names = ("cu_pinned_limits", "cu_pinned_check")
+    path = cu_space(space_text(extra=f"\n  refuse: {names[0]}:fits")
+                    .replace("torch:clone", f"{names[1]}:copied"))
+    folder, elsewhere = path.parent, tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for where, said in ((folder, "beside"), (elsewhere, "elsewhere")):
+        (where / f"{names[0]}.py").write_text(
+            f"def fits(config):\n    return {said!r} if config.meta['VEC'] == 4 else None\n")
+        (where / f"{names[1]}.py").write_text(f"def copied(src):  # {said}\n"
+                                              "    return src.clone()\n")
+
+    def forget() -> None:
+        for name in names:
+            sys.modules.pop(name, None)
+
+    seen = {}
+    for cwd in (folder, elsewhere):
+        monkeypatch.chdir(cwd)
+        try:
+            space = load_space(path)                # as a run reads it: imports them
+            kernel = load_kernel(space.kernel, space.kernel_options)
+            config = Config(problem=Problem("float32", 4096), grid=4, block=128,
+                            meta={"VEC": 4})
+            assert kernel.refusal(config, "cuda") == "beside"
+            files = set(kernel.source_files())
+            assert {folder / f"{n}.py" for n in names} <= files
+            assert not any(f.is_relative_to(elsewhere) for f in files), files
+            options = dict(space.kernel_options)
+            seen[cwd] = (options, kernel.source_hash(), source_hash_now("cuda", options),
+                         source_hash_unrun("cuda", options.items()))
+        finally:
+            forget()
+    assert seen[folder] == seen[elsewhere]
+    options, hashed = seen[folder][0], seen[folder][1]
+    assert len({*seen[folder][1:]}) == 1
+    assert f"// refuse {names[0]}:fits\n" in load_kernel("cuda", tuple(options.items())) \
+        .source()                                   # named as written, wherever it lies
+    forget()
+    for cwd in (folder, elsewhere, tmp_path.parent):  # hashed as an export or lookup does
+        monkeypatch.chdir(cwd)
+        assert source_hash_now("cuda", options) == hashed
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.syspath_prepend(str(elsewhere))
+    __import__(names[0])                            # the other one, imported first
+    try:
+        with pytest.raises(SpaceError, match=f"module {names[0]} is imported from "
+                                             f"{elsewhere / names[0]}.py, not "
+                                             f"{folder / names[0]}.py"):
+            load_space(path)
+    finally:
+        forget()
 
 
 def test_the_shipped_cuda_space_plans_and_is_refused_on_the_interpreter(tmp_path, capsys):

@@ -119,8 +119,8 @@ def test_a_reference_that_raises_is_named_as_the_cause(tmp_path):
     reason = trials[0].reason
     assert reason.startswith("the reference raised RuntimeError: shape '[-1, 3]' is invalid"), \
         reason
-    assert reason.endswith("(at short_kernels_for_tests.py:36: return x.view(-1, 3) * A"
-                           "          # 1024 elements do not split into rows of 3)"), reason
+    assert reason.endswith("(at short_kernels_for_tests.py:36: return x.view(-1, 3) * A)"), \
+        reason
 
 
 def _sweep_1024_and_2048(tmp_path, kernel: str) -> list:
@@ -144,7 +144,7 @@ def test_a_count_that_raises_fails_its_problems_configs_and_the_sweep_goes_on(tm
     reason = next(t.reason for t in trials if t.status is TrialStatus.CRASHED)
     assert reason == ("the kernel's flops raised ZeroDivisionError: integer division or "
                       "modulo by zero (at short_kernels_for_tests.py:123: return 2 * "
-                      "problem.n // (problem.n - 1024)      # raises at n=1024 only)"), reason
+                      "problem.n // (problem.n - 1024))"), reason
 
 
 def test_a_count_that_raises_a_message_of_lines_is_one_line_with_its_place(tmp_path):
@@ -575,6 +575,34 @@ def test_a_refuse_that_raises_or_says_no_reason_fails_its_config_saying_so(
     assert failed.reason.startswith(reason), failed.reason
 
 
+@pytest.mark.parametrize("kernel", ["refuse_raises_at_1024", "refuse_says_true_at_1024"])
+def test_debug_prints_the_traceback_of_a_refuse_that_failed(kernel, tmp_path, write_space,
+                                                            capsys, monkeypatch):
+    """``--debug`` shows a failed refusal's traceback as it shows a failed launch's: the
+    trial named, then the user's own error behind it where there is one (what the refuse=
+    raised, at its line); a run without ``--debug`` shows none."""
+    from sweeper.errors import DEBUG_ENV
+
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    space = write_space(TINY.format(study=kernel, kernel=f"tests.short_kernels_for_tests:"
+                                                         f"{kernel}"))
+    rc = main(["--debug", "run", str(space), "--device", "interpret", "--studies-dir",
+               str(tmp_path), "--no-report", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == EXIT_CONFIGS_FAILED, err
+    assert err.count("Traceback (most recent call last):\n") == \
+        (2 if kernel == "refuse_raises_at_1024" else 1), err
+    assert "sweeper --debug: a trial of grid=" in err and " BLOCK=1024 failed (crashed):\n" \
+        "Traceback (most recent call last):\n" in err, err
+    assert "RefusalFailed: " in err, err
+    if kernel == "refuse_raises_at_1024":
+        assert "ZeroDivisionError: integer division or modulo by zero\n" in err, err
+        assert 'in _raises_at_1024\n    return f"BLOCK=' in err, err
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--no-report", "--quiet", "--study", "again"])
+    assert rc == EXIT_CONFIGS_FAILED and "Traceback" not in capsys.readouterr().err
+
+
 def test_ab_stops_at_a_refuse_that_raises_saying_so(tmp_path, write_space, capsys,
                                                    monkeypatch):
     """``sweeper ab`` on a refuse= that raises at BLOCK=1024: one line naming the side,
@@ -610,6 +638,22 @@ def test_a_refuse_that_returns_no_reason_fails_naming_what_it_returned(said, sho
         "not")
     assert refused(lambda c: None, config) is None
     assert refused(lambda c: "no", config) == "no"
+
+
+def test_a_refuse_that_raises_quotes_its_line_without_the_trailing_comment():
+    """The line a failed refuse= is quoted at is the code that ran: its trailing comment
+    is left out, a ``#`` inside a string literal kept."""
+    from sweeper.errors import RefusalFailed
+    from sweeper.kernels._short import refused
+
+    def refuse(config):
+        return len("# not a comment") / 0  # a note of the author's, "quoted"
+
+    with pytest.raises(RefusalFailed) as failed:
+        refused(refuse, _config(_problem()))
+    assert str(failed.value).endswith(
+        f"(at test_short_kernels.py:{refuse.__code__.co_firstlineno + 1}: return "
+        'len("# not a comment") / 0)'), str(failed.value)
 
 
 def test_every_config_refused_says_why_nothing_was_measured(tmp_path, write_space, capsys):

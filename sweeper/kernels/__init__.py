@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sweeper import plugins
 from sweeper.core import Config, Dim, Problem
@@ -118,6 +118,29 @@ def source_undefined(name: str) -> list[str] | None:
     return sorted(n for n in names if not n.startswith("_"))
 
 
+class Unfound(NamedTuple):
+    """Why a kernel's source cannot be found to compare with a tuned hash or to read
+    (:func:`source_unfound`): its module and attribute, and ``bound``, the public names
+    the module binds instead where it no longer defines the kernel; ``None`` there where
+    the module itself is not found."""
+
+    module: str
+    attr: str
+    bound: list[str] | None
+
+
+def source_unfound(name: str) -> Unfound | None:
+    """Why kernel ``name``'s source cannot be found, nothing imported: its module is there
+    but no longer defines its name (:func:`source_undefined`), or is neither imported
+    nor a file on the import path (:func:`source_missing`); ``None`` where neither is
+    told (a built-in, a name no plugin has, a module that defines it)."""
+    bound = source_undefined(name)
+    if bound is None and not source_missing(name):
+        return None
+    module, _, attr = plugins.find(plugins.KERNEL, name).target.partition(":")
+    return Unfound(module, attr, bound)
+
+
 def source_hash_unrun(name: str, options: Iterable[tuple[str, str]] = ()) -> str | None:
     """Kernel ``name``'s source hash as a study of it records it, where that can be told
     importing and running nothing (``sweeper plan``): a function its module declares with
@@ -182,6 +205,7 @@ __all__ = [
     "Headline",
     "Kernel",
     "MetaParam",
+    "Unfound",
     "bytes_moved_of",
     "checked_count",
     "dram_bytes_of",
@@ -194,4 +218,5 @@ __all__ = [
     "source_hash_unrun",
     "source_missing",
     "source_undefined",
+    "source_unfound",
 ]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
-import inspect
 import json
 import math
 import re
@@ -49,9 +48,9 @@ from sweeper.kernels._cuda_spec import (
     templates,
 )
 from sweeper.kernels._model_form import read_model
-from sweeper.kernels._own_modules import user_module_file
+from sweeper.kernels._own_modules import module_file_in, user_module_file, user_module_root
 from sweeper.kernels._short import _count, refused
-from sweeper.kernels._short_form import Declaration, _counted
+from sweeper.kernels._short_form import Declaration, _counted, cannot_take_config
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
 
 #: A ``__global__`` function's name, for the list of those a file declares.
@@ -131,12 +130,20 @@ class CudaDeclaration(Kernel):
     @classmethod
     def resolve_option(cls, key: str, value: str, folder: Path) -> str:
         """``source`` and a ``file.py:function`` reference or refuse, relative to
-        ``folder``."""
+        ``folder``; a ``module:function`` one of the user's own modules, pinned to the
+        folder it is found in (``folder`` first, then the import path, the working folder
+        first: :func:`~sweeper.kernels._own_modules.user_module_root`) and kept as
+        ``FOLDER/module:function``, so that the run imports, and its source hash reads,
+        that module's file wherever they are asked from.  A library's (``torch:clone``)
+        stays as it is."""
         if key == "source":
             return str((folder / value).resolve())
         path, colon, attr = value.rpartition(":")
         if key in ("reference", "refuse") and colon and path.endswith(".py"):
             return f"{(folder / path).resolve()}:{attr}"
+        if key in ("reference", "refuse") and plugins.PATH.fullmatch(value):
+            root = user_module_root(path, [folder])
+            return value if root is None else f"{root / path}:{attr}"
         return value
 
     @classmethod
@@ -195,8 +202,8 @@ class CudaDeclaration(Kernel):
         if params is not None and files is not None:
             _check_meta_read(launch, files, options.get("grid", ""), params, meta)
             _check_template_defines(launch, files, params, meta)
-        reference = f"// reference {options['reference']}\n" + (
-            f"// refuse {options['refuse']}\n" if "refuse" in options else "")
+        reference = f"// reference {_spelled(options['reference'])}\n" + (
+            f"// refuse {_spelled(options['refuse'])}\n" if "refuse" in options else "")
         python = _python_files(options)
 
         def source() -> str:        # the files as compiled, read again after an edit
@@ -217,18 +224,53 @@ class CudaDeclaration(Kernel):
 def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
     """The files a reference or refuse names, each once: a ``file.py:function``'s
     (resolved beside the space file), a ``module:function``'s where the module is one of
-    the user's own (its file found as its import finds it, nothing imported:
-    :func:`~sweeper.kernels._own_modules.user_module_file`; a library's, such as
-    ``torch:clone``, is not).  They decide what is right and what runs, as the ``.cu``
-    file does, so their text is part of the kernel's source and the sweep watches them."""
+    the user's own: the file in the folder the space pinned it to
+    (:meth:`CudaDeclaration.resolve_option`), the one the run imports, wherever this is
+    asked from; one kept unpinned (a tuning file's of an older sweeper) found as its
+    import finds it (:func:`~sweeper.kernels._own_modules.user_module_file`), nothing
+    imported; a library's, such as ``torch:clone``, is none.  They decide what is right
+    and what runs, as the ``.cu`` file does, so their text is part of the kernel's
+    source and the sweep watches them."""
     found: list[Path] = []
     for key in ("reference", "refuse"):
-        path, colon, _ = options.get(key, "").rpartition(":")
-        file = (Path(path).resolve() if path.endswith(".py") else user_module_file(path)) \
-            if colon else None
+        value = options.get(key, "")
+        path, colon, _ = value.rpartition(":")
+        pinned = _pinned(value)
+        if pinned is not None:
+            file: Path | None = _pinned_file(*pinned[:2])
+        else:
+            file = (Path(path).resolve() if path.endswith(".py") else
+                    user_module_file(path)) if colon else None
         if file is not None and file not in found:
             found.append(file)
     return tuple(found)
+
+
+def _pinned(value: str) -> tuple[Path, str, str] | None:
+    """A reference or refuse pinned to the folder its module is imported from
+    (``FOLDER/module:function``, as :meth:`CudaDeclaration.resolve_option` keeps it):
+    (the folder, the module, the function); ``None`` for any other form."""
+    path, colon, attr = value.rpartition(":")
+    if not colon or path.endswith(".py") or "/" not in path:
+        return None
+    where = Path(path)
+    return where.parent, where.name, attr
+
+
+def _spelled(value: str) -> str:
+    """A reference or refuse as the space spells it: a pinned one's folder left out, so
+    that its source hash says what it names, not where the project lies."""
+    pinned = _pinned(value)
+    return value if pinned is None else f"{pinned[1]}:{pinned[2]}"
+
+
+def _pinned_file(root: Path, module: str) -> Path:
+    """The file of ``module`` in ``root``, the one an import with ``root`` first on the
+    import path finds (``module.py`` where neither is there: one that cannot be read,
+    which the source says)."""
+    found = module_file_in(module, root)
+    return Path(found).resolve() if found is not None else \
+        (root / Path(*module.split("."))).with_suffix(".py")
 
 
 def _python_source(files: Sequence[Path]) -> str:
@@ -580,7 +622,7 @@ def _reference_problem(value: str, imports: bool, key: str = "reference") -> str
     that does not import, or a ``refuse`` that cannot take one argument, the config."""
     path, colon, attr = value.rpartition(":")
     if not colon or not IDENTIFIER.fullmatch(attr) or (
-            not path.endswith(".py") and plugins.PATH.fullmatch(value) is None):
+            not path.endswith(".py") and plugins.PATH.fullmatch(_spelled(value)) is None):
         example = " (torch:clone)" if key == "reference" else ""
         return (f"{value!r} is not a {key}; allowed: module:function{example} or "
                 "file.py:function, relative to the space file")
@@ -592,19 +634,7 @@ def _reference_problem(value: str, imports: bool, key: str = "reference") -> str
         except Exception as err:  # noqa: BLE001 -- any import failure is the user's to see
             return f"{value}: {type(err).__name__}: {err}"
         if key == "refuse":
-            return _one_argument(value, found)
-    return None
-
-
-def _one_argument(value: str, function: Callable[..., Any]) -> str | None:
-    """Why ``function`` (named ``value``) cannot be called as ``refuse(config)``."""
-    try:
-        inspect.signature(function).bind(None)
-    except TypeError as err:
-        return (f"{value} cannot take the call it gets, refuse(config): {err}; give it one "
-                "parameter, the config")
-    except ValueError:                  # no signature Python can tell: not checked
-        pass
+            return cannot_take_config(found, lambda _: value, "refuse(config)")
     return None
 
 
@@ -617,9 +647,19 @@ class Reference:
 
     @functools.cached_property
     def function(self) -> Callable[..., Any]:
-        """The function, imported once; an error where it is none."""
+        """The function, imported once; an error where it is none, or where a module the
+        space pinned to a folder (:meth:`CudaDeclaration.resolve_option`) is imported
+        from another file (one of that name imported already from elsewhere): its
+        source hash reads the pinned folder's."""
         path, _, attr = self.target.rpartition(":")
-        if path.endswith(".py"):
+        pinned = _pinned(self.target)
+        if pinned is not None:
+            root, name, attr = pinned
+            try:
+                found = plugins.import_path(f"{name}:{attr}", first=str(root))
+            finally:
+                _check_imported(root, name)
+        elif path.endswith(".py"):
             spec = importlib.util.spec_from_file_location(Path(path).stem, path)
             if spec is None or spec.loader is None:
                 raise ImportError(f"cannot load {path}")
@@ -634,6 +674,23 @@ class Reference:
 
     def __call__(self, **inputs: Any) -> Any:
         return self.function(*(inputs[n] for n in self.inputs))
+
+
+def _check_imported(root: Path, module: str) -> None:
+    """An :class:`ImportError` where ``module``, imported, is not the file in ``root``
+    that the space pinned it to (:func:`_pinned_file`): the run would call another
+    module's code than the one its source hash reads."""
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        return                          # its import failed, and says why
+    file = getattr(loaded, "__file__", None)
+    expected = _pinned_file(root, module)
+    if file is None or Path(file).resolve() != expected:
+        raise ImportError(f"module {module} is imported from {file or 'no file'}, not "
+                          f"{expected}, the file the space's folder or the import path "
+                          "gave it when the space was read (one of that name was imported "
+                          "first): give it a name of its own, or name its file "
+                          "(file.py:function)")
 
 
 class Refuse:

@@ -205,12 +205,38 @@ def _absolute(module: str, level: int, package: str) -> str | None:
 def module_file(module: str) -> str | None:
     """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) on the
     import path, the working folder first, found without importing ``a``."""
-    parts = module.split(".")
     for base in [os.getcwd(), *sys.path]:
-        stem = os.path.join(base or os.curdir, *parts)
-        for path in (f"{stem}.py", os.path.join(stem, "__init__.py")):
-            if os.path.isfile(path):
-                return path
+        path = module_file_in(module, base)
+        if path is not None:
+            return path
+    return None
+
+
+def module_file_in(module: str, base: str | Path) -> str | None:
+    """The source file of ``module`` (``a.b``: ``a/b.py`` or ``a/b/__init__.py``) in the
+    folder ``base`` (``""``: the current one), as an import with ``base`` first on the
+    import path finds it; ``None`` where it is not there."""
+    stem = os.path.join(base or os.curdir, *module.split("."))
+    for path in (f"{stem}.py", os.path.join(stem, "__init__.py")):
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def user_module_root(module: str, folders: Sequence[str | Path]) -> Path | None:
+    """The folder (resolved) that the user's own ``module`` (``a.b``) is found in, the
+    ``folders`` looked in first, then the import path as :func:`module_file` reads it
+    (the working folder first), nothing imported: ``None`` for a module of
+    :data:`LIBRARIES`, the standard library's or an installed package's, or one not
+    found.  Importing it with that folder first on the import path imports that file."""
+    top = module.partition(".")[0]
+    if top in LIBRARIES or top in sys.stdlib_module_names:
+        return None
+    for base in [*folders, os.getcwd(), *sys.path]:
+        found = module_file_in(module, base)
+        if found is not None:
+            return None if _installed(Path(found).resolve()) else \
+                Path(base or os.curdir).resolve()
     return None
 
 

@@ -286,19 +286,34 @@ def _check_refuse(kernel: str, refuse: Any) -> None:
         raise SweeperError(f"kernel {kernel}: refuse= must be a function of the config "
                            f"returning None (run it) or a string saying why not, got "
                            f"{refuse!r}"[:300])
+    label = getattr(refuse, "__name__", type(refuse).__name__)
+
+    def named(signature: inspect.Signature) -> str:
+        at = defined_at(refuse)
+        return f"kernel {kernel}: refuse= {label}{signature}{f' at {at}' if at else ''}"
+
+    problem = cannot_take_config(refuse, named, f"{label}(config)")
+    if problem is not None:
+        raise SweeperError(problem)
+
+
+def cannot_take_config(refuse: Callable[..., Any], named: Callable[[inspect.Signature], str],
+                       call: str) -> str | None:
+    """Why ``refuse`` cannot be called as a kernel's refusal is, with the config alone
+    (``call``, as the message shows it): what ``named`` calls it (given its signature)
+    ``cannot take the call it gets``, what Python said, and what it must take; ``None``
+    where it can, or where Python cannot tell its signature (not checked).  The short
+    form's ``refuse=`` and a space's ``refuse:`` are checked by it alike."""
     try:
         signature = inspect.signature(refuse)
     except (TypeError, ValueError):
-        return
+        return None
     try:
         signature.bind(None)
     except TypeError as err:
-        label = getattr(refuse, "__name__", type(refuse).__name__)
-        at = defined_at(refuse)
-        raise SweeperError(
-            f"kernel {kernel}: refuse= {label}{signature}{f' at {at}' if at else ''} cannot "
-            f"take the call it gets, {label}(config): {err}; give it one parameter, the "
-            "config") from None
+        return (f"{named(signature)} cannot take the call it gets, {call}: {err}; give it "
+                "one parameter, the config")
+    return None
 
 
 def _tensor_name(kernel: str, where: str, name: Any) -> str:

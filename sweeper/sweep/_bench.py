@@ -33,7 +33,7 @@ from sweeper.sweep._power import PowerCheck
 from sweeper.sweep._relay import Journal
 from sweeper.sweep._replay import replayed
 from sweeper.sweep._timing import Stamps
-from sweeper.trial import TrialResult, TrialStatus, classify, run_trial
+from sweeper.trial import TrialResult, TrialStatus, classify, debug_failure, run_trial
 
 
 class Bench:
@@ -97,13 +97,17 @@ class Bench:
         this device (:meth:`~sweeper.kernels.Kernel.cannot_launch`: an int32 index that
         would wrap, a variant the GPU lacks) is invalid, with its reason; one whose
         refusal failed (a ``refuse=`` or ``prune_configs_by`` with a bug; a kernel's own
-        ``refusal`` or ``int32_reach`` that raised) failed too, saying how."""
+        ``refusal`` or ``int32_reach`` that raised) failed too, saying how (under ``--debug``
+        with its traceback, as a trial that ran: :func:`~sweeper.trial.debug_failure`)."""
         try:
             refusal = self.kernel.cannot_launch(config, self.device.torch_device)
         except RefusalFailed as err:
-            return TrialResult(*classify(err))
+            status, reason = classify(err)
+            debug_failure(config, status, err)
+            return TrialResult(status, reason)
         except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
             status, reason = classify(err)
+            debug_failure(config, status, err)
             return TrialResult(status, f"asking whether the kernel can launch it: {reason}")
         if refusal is not None:
             return TrialResult(TrialStatus.INVALID, refusal)
