@@ -366,3 +366,19 @@ def test_two_cuda_kernels_keep_their_own_entries_and_are_looked_up_by_file_and_e
     old = {k: v for k, v in entry.items() if k != "kernel_options"}
     path.write_text(json.dumps({"version": 1, "entries": [old]}))
     assert tuned("cuda", **asked).study == "b"
+
+
+def test_a_cuda_kernels_entry_keeps_its_options_when_its_cu_file_is_gone(tmp_path):
+    """The options a ``cuda`` entry is named and hashed by come from the space its study
+    recorded, not from the ``.cu`` file being there at export: a file moved or deleted
+    since the study still exports under its own name, never plain ``cuda``."""
+    store = cuda_study(tmp_path, "s", "copy.cu", 10.0)
+    [kept] = export_study(store, tmp_path / "kept.json")[1]
+    (tmp_path / "copy.cu").unlink()
+    [entry] = export_study(store, tmp_path / "tuning.json")[1]
+    assert entry["kernel_options"] == kept["kernel_options"]
+    assert entry["kernel_options"]["source"] == str((tmp_path / "copy.cu").resolve())
+    assert entry["kernel_options"]["entry"] == "copy"
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU,
+             "path": tmp_path / "tuning.json"}
+    assert tuned("cuda:copy.cu:copy", **asked).study == "s"
