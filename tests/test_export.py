@@ -357,9 +357,11 @@ def test_two_cuda_kernels_keep_their_own_entries_and_are_looked_up_by_file_and_e
 
     assert main(["tuned", "cuda:other.cu:copy", "--dims", "m=64,n=256", "--gpu", GPU,
                  "--tuning", str(path)]) == 0
-    assert capsys.readouterr().out.startswith("cuda:other.cu:copy float32 on Fake GPU: ")
-    with pytest.raises(SweeperError, match=r"'cuda' names 2 tuned kernels, "
-                       r"cuda:copy\.cu:copy, cuda:other\.cu:copy; ask for one by"):
+    other = (tmp_path / "other.cu").resolve()
+    assert capsys.readouterr().out.startswith(f"cuda:{other}:copy float32 on Fake GPU: ")
+    with pytest.raises(SweeperError, match=rf"'cuda' names 2 tuned kernels, "
+                       rf"cuda:{tmp_path.resolve()}/copy\.cu:copy, cuda:.*/other\.cu:copy; "
+                       r"ask for one by"):
         tuned("cuda", **asked)
     export_study(cuda_study(tmp_path, "c", "other.cu", 30.0), path)     # replaces b's
     assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["a", "c"]
@@ -382,3 +384,38 @@ def test_a_cuda_kernels_entry_keeps_its_options_when_its_cu_file_is_gone(tmp_pat
     asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU,
              "path": tmp_path / "tuning.json"}
     assert tuned("cuda:copy.cu:copy", **asked).study == "s"
+
+
+def test_two_cu_files_of_one_name_in_different_folders_keep_their_own_entries(
+        tmp_path, capsys):
+    """Two ``.cu`` files of one name (``a/copy.cu``, ``b/copy.cu``) are two kernels: the
+    entry's name holds the file's path as the study's space resolved it, so one's export
+    never replaces the other's winners; ``cuda:copy.cu:copy`` is refused naming both, and
+    as much of the path's end as tells them apart asks for each."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    path = tmp_path / "tuning.json"
+    export_study(cuda_study(tmp_path, "sa", "a/copy.cu", 10.0), path)
+    export_study(cuda_study(tmp_path, "sb", "b/copy.cu", 20.0), path)
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["sa", "sb"]
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU, "path": path}
+    root = tmp_path.resolve()
+    with pytest.raises(SweeperError, match=rf"'cuda:copy\.cu:copy' names 2 tuned kernels, "
+                       rf"cuda:{root}/a/copy\.cu:copy, cuda:{root}/b/copy\.cu:copy; ask "
+                       r"for one by .*as much of its end as tells it apart"):
+        tuned("cuda:copy.cu:copy", **asked)
+    assert tuned("cuda:a/copy.cu:copy", **asked).study == "sa"
+    assert tuned("cuda:b/copy.cu:copy", **asked).study == "sb"
+    assert tuned(f"cuda:{root}/b/copy.cu:copy", **asked).study == "sb"
+    from sweeper.cli import main
+
+    assert main(["tuned", "cuda:b/copy.cu:copy", "--dims", "m=64,n=256", "--gpu", GPU,
+                 "--tuning", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"cuda:{root}/b/copy.cu:copy float32 on ")
+    assert main(["tuned", "cuda:copy.cu:copy", "--dims", "m=64,n=256", "--gpu", GPU,
+                 "--tuning", str(path)]) == 2
+    assert "names 2 tuned kernels" in capsys.readouterr().err
+    export_study(cuda_study(tmp_path, "sb2", "b/copy.cu", 30.0), path)     # replaces sb's
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["sa", "sb2"]
+    with pytest.raises(SweeperError, match=r"no tuned config for cuda:c/copy\.cu:copy"):
+        tuned("cuda:c/copy.cu:copy", **asked)
