@@ -243,7 +243,8 @@ class Tuning:
             raise SweeperError(f"{self.path}: {kernel!r} names {len(kinds)} tuned kernels, "
                                f"{', '.join(kinds)}; ask for one by its module:attr path "
                                "(a CUDA C kernel: cuda:FILE:ENTRY, FILE its .cu file's "
-                               "path, or as much of its end as tells it apart)")
+                               "path, or as much of its end as tells it apart; a torch "
+                               "op: torch-op:OP)")
         warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
                       f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
                       "under that name too: ask for it by its module:attr path",
@@ -485,7 +486,8 @@ def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
           path: str | Path | None = None, cache: str = "cold") -> TunedConfig:
     """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches; a
     CUDA C kernel is ``cuda:FILE.cu:ENTRY``, :attr:`~sweeper.tuning.TuningEntry.name`,
-    its ``.cu`` file's path or as much of its end as tells it apart from another's)
+    its ``.cu`` file's path or as much of its end as tells it apart from another's; a
+    torch op ``torch-op:OP``)
     in ``dtype`` (``float32``, ``fp32`` or ``torch.float32``) on ``gpu`` (default: this
     one; a replay of it matches, else another GPU of its architecture with a warning),
     for a problem of ``dims`` or of ``footprint`` bytes (a number, or a size such as

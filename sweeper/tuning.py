@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 from sweeper.core._model import BLOCKS, CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import ExpressionError, SweeperError, TuningFileError
-from sweeper.kernels import SOURCE_HASH, Headline
+from sweeper.kernels import SOURCE_HASH, Headline, named_by
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
 from sweeper.store._schema import FORMAT, Record, fields_problem
@@ -176,17 +176,19 @@ class TuningEntry(LaunchConfig, Record):
 
     @property
     def name(self) -> str:
-        """The kernel as a lookup names it, one text per kernel: a kernel built from its
-        space's ``source`` file and ``entry`` function (``cuda``) is
-        ``KERNEL:SOURCE:ENTRY`` (``cuda:/work/a/copy.cu:copy``: the file's path as its
-        kept options give it, so two ``.cu`` files of one name in different folders are
-        two kernels; a lookup may give as much of the path's end as tells them apart,
-        :meth:`is_for`), as every CUDA C kernel is the one built-in; any other (or a
-        ``cuda`` entry without its options, an older sweeper's) is its
-        :attr:`identity`."""
+        """The kernel as a lookup names it, one text per kernel: a built-in built from
+        its space's options is named by those of its kept options that tell one such
+        kernel from another (its declaration's ``named_by``), as every CUDA C kernel is
+        the one built-in ``cuda`` and every torch op ``torch-op``: ``cuda:SOURCE:ENTRY``
+        (``cuda:/work/a/copy.cu:copy``: the file's path as its kept options give it, so
+        two ``.cu`` files of one name in different folders are two kernels; a lookup may
+        give as much of the path's end as tells them apart, :meth:`is_for`),
+        ``torch-op:OP`` (``torch-op:torch.nn.functional.gelu``); any other (or such an
+        entry without its options, an older sweeper's) is its :attr:`identity`."""
         options = self.kernel_options or {}
-        if "source" in options and "entry" in options:
-            return f"{self.kernel}:{options['source']}:{options['entry']}"
+        named = named_by(self.kernel) if options else ()
+        if named and all(key in options for key in named):
+            return ":".join([self.kernel, *(options[key] for key in named)])
         return self.identity
 
     @property
@@ -411,7 +413,7 @@ def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
     (:attr:`TuningEntry.name`, so one an older sweeper keyed by the kernel's
     ``module:attr`` path too) for the same problem; another kernel of the same name (a
     ``cuda`` kernel of another ``.cu`` file, one of the same name in another folder too,
-    or of another entry function) keeps its entries."""
+    or of another entry function; a ``torch-op`` of another op) keeps its entries."""
     keys = {e.key for e in new}
     kept = [raw for entry, raw in zip(old.entries, old.data["entries"], strict=True)
             if entry.key not in keys]

@@ -419,3 +419,52 @@ def test_two_cu_files_of_one_name_in_different_folders_keep_their_own_entries(
     assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["sa", "sb2"]
     with pytest.raises(SweeperError, match=r"no tuned config for cuda:c/copy\.cu:copy"):
         tuned("cuda:c/copy.cu:copy", **asked)
+
+
+def torch_op_study(tmp_path, name, op, gbps):
+    """A hand-built study of the ``torch-op`` kernel of ``op`` at one problem (a 1-D
+    input of 1 Mi elements), its one trial at ``gbps``."""
+    store = StudyStore(tmp_path / name)
+    store.create({"study": name, "kernel": "torch-op",
+                  "space_text": f"kernel: {{name: torch-op, op: {op}}}\n"
+                                "params: {cols: [1048576]}\n",
+                  "space_path": str(tmp_path / f"{name}.yaml"),
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    store.append(TrialRecord(
+        number=0, status=TrialStatus.OK, choice={"grid": "1", "block": "32"},
+        config=Config(Problem("float32", 4 << 20, (("rows", 1), ("cols", 1 << 20))),
+                      grid=1, block=32, meta={}),
+        stats=summarize([1.0] * 3), gbps=gbps))
+    store.close()
+    return store
+
+
+def test_two_torch_ops_keep_their_own_entries_and_are_looked_up_by_op(tmp_path, capsys):
+    """Every library op is the built-in ``torch-op``: its entries are kept apart by the op
+    they time, ``torch-op:OP``, so a study of another op never replaces them; a lookup
+    asks by that name, and ``torch-op`` alone is refused naming each where it names more
+    than one; an entry without options (an older sweeper's) is still ``torch-op``."""
+    path = tmp_path / "tuning.json"
+    [entry] = export_study(torch_op_study(tmp_path, "g", "torch.nn.functional.gelu", 10.0),
+                           path)[1]
+    asked = {"dtype": "float32", "dims": {"rows": 1, "cols": 1 << 20}, "gpu": GPU,
+             "path": path}
+    assert tuned("torch-op", **asked).study == "g"          # one op: its plain name will do
+    export_study(torch_op_study(tmp_path, "r", "torch.relu", 20.0), path)
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["g", "r"]
+    assert tuned("torch-op:torch.nn.functional.gelu", **asked).study == "g"
+    assert tuned("torch-op:torch.relu", **asked).study == "r"
+    with pytest.raises(SweeperError, match=r"'torch-op' names 2 tuned kernels, "
+                       r"torch-op:torch\.nn\.functional\.gelu, torch-op:torch\.relu; ask "
+                       r"for one by .*torch-op:OP"):
+        tuned("torch-op", **asked)
+    from sweeper.cli import main
+
+    assert main(["tuned", "torch-op:torch.relu", "--dims", "rows=1,cols=1048576", "--gpu",
+                 GPU, "--tuning", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("torch-op:torch.relu float32 on Fake GPU: ")
+    export_study(torch_op_study(tmp_path, "r2", "torch.relu", 30.0), path)   # replaces r's
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["g", "r2"]
+    old = {k: v for k, v in entry.items() if k != "kernel_options"}
+    path.write_text(json.dumps({"version": 1, "entries": [old]}))
+    assert tuned("torch-op", **asked).study == "g"
