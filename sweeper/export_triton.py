@@ -34,7 +34,10 @@ As it is imported where sweeper is installed, the module compares its winners'
 where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
 False).  A user kernel whose source cannot be found as the module is written (its module
 gone, or no longer defining it) is refused (:func:`refuse_unfound`): its ``key`` and
-footprint rule come from that source.
+footprint rule come from that source.  A built-in built from its space's options
+(``torch-op``) keeps them (``kernel_options``), as a tuning entry does: they name the
+kernel the module holds (a study of another op is refused) and its source is hashed from
+them.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from sweeper.export import (
     measured_source,
     output_file,
     problem_tops,
+    recorded_options,
     rule_for,
     study_winners,
     warn_source_changed,
@@ -66,6 +70,7 @@ from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.tuning import kernel_name
 from sweeper.winners import UNFINISHED
 
 if TYPE_CHECKING:
@@ -110,15 +115,22 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data = _existing(target)
     kernel = won.meta.tuned_name
     kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
-    # a module written before kernel_path was kept is taken to hold this kernel's path
-    if data and (data["kernel"], data.get("kernel_path", kernel_path)) != (kernel, kernel_path):
-        held = data.get("kernel_path") or data["kernel"]
-        raise SweeperError(f"{target}: holds kernel {held!r}, not {kernel_path or kernel!r}; one "
-                           "module per kernel: give another -o")
+    options = recorded_options(won.meta)
+    mine = kernel_name(kernel, kernel_path, options)
+    # a module written before kernel_path (or kernel_options) was kept is taken to hold
+    # this kernel's path (its options)
+    held = kernel_name(data["kernel"], data.get("kernel_path", kernel_path),
+                       data.get("kernel_options", options)) if data else mine
+    if held != mine:
+        raise SweeperError(f"{target}: holds kernel {held!r}, not {mine!r}; one module per "
+                           "kernel: give another -o")
     section = gpu_section(won)
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
+    data.pop("kernel_options", None)         # or by their options (torch-op's op)
+    if options:
+        data["kernel_options"] = options
     data["dims"] = _key(won)
     data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
     clash = cache_clash(data["gpus"].get(gpu), section)
@@ -134,7 +146,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    warn_source_changed(won.meta)
+    warn_source_changed(won.meta, options)
     return TritonExport(target, section, note, [
         f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
         if problem_of(pick.trial) in won.unfinished])
@@ -402,7 +414,8 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
     functions = "\n".join(f"    {text!r}: lambda e: {grid_source(text)},"
                           for text in grids)
     gpus = ", ".join(_quoted(g) for g in data["gpus"])
-    head = (f'{MARKER}\n"""Tuned configs of the kernel {_quoted(data["kernel"])} on {gpus}, '
+    name = kernel_name(data["kernel"], None, data.get("kernel_options"))
+    head = (f'{MARKER}\n"""Tuned configs of the kernel {_quoted(name)} on {gpus}, '
             "written by `sweeper export STUDY --format triton`.\n\n"
             + USAGE.replace("tuned_mod", module) + '"""\n')
     literal = json.dumps(json.dumps(data, sort_keys=True))

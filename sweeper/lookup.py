@@ -417,19 +417,23 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     run); a kernel whose source cannot be found at all (its module gone, or no longer
     defining it: :func:`unfound`) is warned of, once, as not compared; winners without
     a hash, a kernel whose source cannot be told otherwise, and a ``_DATA`` of another
-    shape say nothing.  Whether some winner is stale (warned of now or before)."""
+    shape say nothing; a kernel built from its space's options (``torch-op``) is hashed
+    from those the module keeps (``kernel_options``), as a tuning entry's.  Whether some
+    winner is stale (warned of now or before)."""
     from sweeper.kernels import source_hash_now
 
     try:
         kernel = str(data["kernel"])
         identity = str(data.get("kernel_path") or kernel)
+        options = data.get("kernel_options")
+        options = {str(k): str(v) for k, v in options.items()} if options else None
         winners = [w for s in data["gpus"].values() for w in s["winners"]
                    if isinstance(w, Mapping) and isinstance(w.get("source_hash"), str)]
     except (KeyError, TypeError, AttributeError):
         return False
     if not winners:
         return False
-    now = source_hash_now(identity)
+    now = source_hash_now(identity, options)
     why = unfound(identity) if now is None else None
     if why is not None:
         _warn_once(path, identity, lambda: _unfound_text(

@@ -185,11 +185,7 @@ class TuningEntry(LaunchConfig, Record):
         give as much of the path's end as tells them apart, :meth:`is_for`),
         ``torch-op:OP`` (``torch-op:torch.nn.functional.gelu``); any other (or such an
         entry without its options, an older sweeper's) is its :attr:`identity`."""
-        options = self.kernel_options or {}
-        named = named_by(self.kernel) if options else ()
-        if named and all(key in options for key in named):
-            return ":".join([self.kernel, *(options[key] for key in named)])
-        return self.identity
+        return kernel_name(self.kernel, self.kernel_path, self.kernel_options)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -249,6 +245,17 @@ class TuningEntry(LaunchConfig, Record):
                 _config_problem("", data, dims) or
                 next((p for i, top in enumerate(data.get("top", []))
                       if (p := _top_problem(f"top[{i}].", top, dims))), None))
+
+
+def kernel_name(kernel: str, kernel_path: str | None = None,
+                options: dict[str, str] | None = None) -> str:
+    """The name :attr:`TuningEntry.name` gives a kernel of that name, ``module:attr``
+    path and kept options; a module ``sweeper export --format triton`` writes names its
+    kernel so too."""
+    named = named_by(kernel) if options else ()
+    if options and named and all(key in options for key in named):
+        return ":".join([kernel, *(options[key] for key in named)])
+    return kernel_path or kernel
 
 
 def names_kernel(asked: str, name: str) -> bool:
@@ -426,5 +433,6 @@ EMPTY = TuningFile([], {"version": FORMAT_VERSION, "entries": []})
 
 __all__ = ["DEFAULT_TUNING", "EMPTY", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
            "SOURCE_HASH", "SUPPORTED_VERSIONS", "LaunchConfig", "TopConfig", "TuningEntry",
-           "TuningFile", "entry_name", "entry_problem", "merged", "names_kernel", "read_tuning",
+           "TuningFile", "entry_name", "entry_problem", "kernel_name", "merged", "names_kernel",
+           "read_tuning",
            "tuning_path"]

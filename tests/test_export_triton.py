@@ -624,3 +624,29 @@ def test_an_export_reads_the_kernels_declaration_once(tmp_path, monkeypatch, cap
     data = _existing(out)
     assert data["key"] == autotune_key("examples.scale:scale", ["n"])[0] == ["n"]
     assert data["footprint"] == footprint_rule("examples.scale:scale").text
+
+
+def test_a_torch_ops_module_keeps_its_op_holds_no_other_and_is_compared_by_it(tmp_path):
+    """A ``torch-op`` study's module keeps the op (``kernel_options``), as its tuning
+    entries do: a study of another op is refused rather than merged into it (every op is
+    the built-in ``torch-op``), and importing the module hashes the op's source now from
+    it, warning where it is not the one the winners were measured on."""
+    from sweeper.errors import StaleTuningWarning
+    from tests.test_export import torch_op_study
+
+    out = tmp_path / "tuned_gelu.py"
+    gelu = torch_op_study(tmp_path, "g", "torch.nn.functional.gelu", 10.0)
+    meta = json.loads((gelu.root / "study.json").read_text())
+    (gelu.root / "study.json").write_text(json.dumps(
+        {**meta, "kernel_source_hash": "0123456789abcdef"}))    # not the source now
+    with pytest.warns(StaleTuningWarning, match=r"study g: the source of torch-op changed"):
+        export_triton(gelu, out)
+    with pytest.raises(SweeperError, match=r"tuned_gelu.py: holds kernel "
+                       r"'torch-op:torch\.nn\.functional\.gelu', not 'torch-op:torch\.relu'; "
+                       r"one module per kernel"):
+        export_triton(torch_op_study(tmp_path, "r", "torch.relu", 20.0), out)
+    with pytest.warns(StaleTuningWarning, match=r"earlier source of torch-op"):
+        module = load(out)
+    assert module.STALE is True
+    assert module.KERNEL == "torch-op"
+    assert [w["study"] for w in module.WINNERS["Fake GPU"]] == ["g"]
