@@ -14,8 +14,10 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
   final has not run yet, the sweep's winner with the ``note`` a tuning entry has; each
   winner's ``cache`` says whether it was measured cold (L2 flushed) or warm, and a GPU's
   winners are of one mode (a study of the other is refused);
-- ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``
-  (``k`` at least 1; without it 4):
+- ``configs(k=4, gpu=None, cache="cold")``: the top ``k`` distinct configs for
+  ``@triton.autotune`` (``k`` at least 1; without it 4) of winners measured in the cache
+  mode ``cache`` (as :func:`sweeper.tuned` takes it: a GPU whose winners were measured
+  in the other mode is refused, never served in its place; ``pick`` takes it too):
   each problem's winner first, then by geometric mean slowdown against each problem's
   best over the problems they were measured on (more problems first); with the
   problem's dims, that shape's dispatch candidates, the first ``k`` (without it, all);
@@ -52,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper import dispatch
+from sweeper.core._model import CACHE_MODES
 from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
@@ -424,7 +427,8 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
     itemsizes = json.dumps(dict(DTYPES), sort_keys=True)
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n"
-            + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n" + BUILD)
+            + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n"
+            + f"_CACHE_MODES = {CACHE_MODES!r}\n" + BUILD)
 
 
 def _quoted(name: str) -> str:
@@ -443,6 +447,8 @@ USAGE = '''    import tuned_mod
     def kernel(..., BLOCK: tl.constexpr): ...
     kernel[lambda meta: tuned_mod.grid(meta)](x, y, n)   # dims read from meta by name
 
+configs() and pick() give winners measured cold (the L2 flushed before each sample)
+unless asked for cache="warm", as sweeper.tuned does; a GPU's winners are of one mode.
 It needs triton only: the module runs without sweeper.  Where sweeper is installed,
 importing this module warns once (StaleTuningWarning) if the kernel's source is no longer
 the one these winners were tuned on.  Re-export the study rather than editing this file;
@@ -526,11 +532,14 @@ def _gpu(gpu):
     raise KeyError(f"no configs for GPU {gpu!r}; this module has {', '.join(GPUS)}")
 
 
-def configs(k=None, gpu=None, dtype=None, **dims):
+def configs(k=None, gpu=None, dtype=None, cache="cold", **dims):
     """Distinct triton.Configs for GPU gpu (default: the only one, else this process's
     GPU), at most k of them (a whole number of at least 1; anything else is a
-    ValueError).  Without dims: the top k (k=None: 4), each tuned problem's winner
-    first, then by geometric mean slowdown.  With the problem's dims (every name of
+    ValueError), of winners measured in the cache mode cache: cold (the L2 flushed
+    before each sample, the default) or warm; a GPU whose winners were measured in the
+    other mode is a KeyError saying so, never served in its place.  Without dims: the
+    top k (k=None: 4), each tuned problem's winner first, then by geometric mean
+    slowdown.  With the problem's dims (every name of
     key): the candidates for that shape (sweeper's dispatch rule: the nearest tuned
     winner first, then the bracketing tuned shapes' top configs), the first k (k=None:
     all); dtype: only problems tuned in it.  Each is launched with its own grid by
@@ -540,7 +549,7 @@ def configs(k=None, gpu=None, dtype=None, **dims):
         raise ValueError(f"configs(k={k!r}): k is how many configs to give, a whole number "
                          "of at least 1, or None: the top 4 without dims, every candidate "
                          "with them")
-    gpu = _gpu(gpu)
+    gpu = _measured(_gpu(gpu), cache)
     grids = _grids(gpu)
     if not dims:
         return [_config(c) for c in _DATA["gpus"][gpu]["ranked"]
@@ -570,12 +579,29 @@ def _grids(gpu):
     return grids
 
 
-def pick(gpu=None, dtype=None, **dims):
+def pick(gpu=None, dtype=None, cache="cold", **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
-    tuned there, else the nearest tuned shape's winner (log space).  Launched outside
-    autotune, give grid its launch options (grid({**meta, **c.all_kwargs()})): a
-    better config of the same kwargs may have been tuned with another grid."""
-    return _config(_candidates(gpu, dtype, dims)[0])
+    tuned there, else the nearest tuned shape's winner (log space), of winners measured
+    in the cache mode cache (as configs() takes it).  Launched outside autotune, give
+    grid its launch options (grid({**meta, **c.all_kwargs()})): a better config of the
+    same kwargs may have been tuned with another grid."""
+    return _config(_candidates(_measured(_gpu(gpu), cache), dtype, dims)[0])
+
+
+def _measured(gpu, cache):
+    """gpu, whose winners were measured in the cache mode cache (a GPU's winners are of
+    one mode; a winner without one, an older module's, was measured cold); another
+    mode is a KeyError naming the one there is, a cache that names none a ValueError."""
+    if cache not in _CACHE_MODES:
+        raise ValueError(f"cache={cache!r}: allowed: {', '.join(_CACHE_MODES)} (the L2 "
+                         "flushed before each sample, or not)")
+    held = sorted({w.get("cache", "cold") for w in _DATA["gpus"][gpu]["winners"]})
+    if cache not in held:
+        flushed = "not flushed" if held == ["warm"] else "flushed"
+        raise KeyError(f"no configs for GPU {gpu!r} measured {cache}; its winners were "
+                       f"measured {' and '.join(held)} only (L2 {flushed}): ask for "
+                       f"cache={held[0]!r}")
+    return gpu
 
 
 def _candidates(gpu, dtype, dims):
