@@ -247,7 +247,8 @@ class Tuning:
                                "op: torch-op:OP)")
         warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
                       f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
-                      "under that name too: ask for it by its module:attr path",
+                      "under that name too: ask for it by its module:attr path (a kernel "
+                      "built from its space's options: by the name given here)",
                       TuningWarning, stacklevel=user_stacklevel())
         return [i for i in named if self.entries[i].name == kernel]
 

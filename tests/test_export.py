@@ -466,5 +466,11 @@ def test_two_torch_ops_keep_their_own_entries_and_are_looked_up_by_op(tmp_path, 
     export_study(torch_op_study(tmp_path, "r2", "torch.relu", 30.0), path)   # replaces r's
     assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["g", "r2"]
     old = {k: v for k, v in entry.items() if k != "kernel_options"}
-    path.write_text(json.dumps({"version": 1, "entries": [old]}))
-    assert tuned("torch-op", **asked).study == "g"
+    new = json.loads(path.read_text())["entries"][1]
+    path.write_text(json.dumps({"version": 1, "entries": [old, new]}))
+    with pytest.warns(TuningWarning, match=r"'torch-op' is the kernel of that name; "
+                      r"torch-op:torch\.relu is tuned under that name too: ask for it by "
+                      r"its module:attr path \(a kernel built from its space's options: by "
+                      r"the name given here\)"):
+        assert tuned("torch-op", **asked).study == "g"          # an older sweeper's entry
+    assert tuned("torch-op:torch.relu", **asked).study == "r2"
