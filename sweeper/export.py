@@ -328,20 +328,23 @@ def _recorded_space(meta: StudyMeta | None) -> Space | None:
 def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
     """The options of a built-in kernel built from its space's options (``cuda``: its
     ``.cu`` file, entry and reference; ``torch-op``: its op), as the study's recorded
-    space gives them (:func:`_recorded_space`): what its source is hashed from now
+    space (``space_text``) gives them
+    (:func:`~sweeper.space.recorded_kernel_options`): what its source is hashed from now
     (:func:`~sweeper.kernels.source_hash_now`), and what a tuning entry keeps for a
-    lookup to do the same.  ``None`` for any other kernel, or a space that no longer
-    reads."""
+    lookup to do the same and to tell it from another such kernel.  They are read from
+    that text alone, so a ``.cu`` file moved or deleted since the study still gives
+    them.  ``None`` for any other kernel, or a study without such a text."""
     from sweeper.plugins import KERNEL, find
+    from sweeper.space import recorded_kernel_options
 
     try:
-        if not find(KERNEL, meta.kernel).builtin:
+        if not find(KERNEL, meta.kernel).builtin or not meta.space_text:
             return None
+        options = recorded_kernel_options(meta.space_text,
+                                          file=meta.space_path or "<space>")
     except SweeperError:
         return None
-    space = _recorded_space(meta)
-    return dict(space.kernel_options) if space is not None and space.kernel_options \
-        else None
+    return dict(options) or None
 
 
 def rule_for(rule: Expr | None, problem: Problem) -> str | None:

@@ -14,8 +14,10 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
   final has not run yet, the sweep's winner with the ``note`` a tuning entry has; each
   winner's ``cache`` says whether it was measured cold (L2 flushed) or warm, and a GPU's
   winners are of one mode (a study of the other is refused);
-- ``configs(k=4, gpu=None)``: the top ``k`` distinct configs for ``@triton.autotune``
-  (``k`` at least 1; without it 4):
+- ``configs(k=4, gpu=None, cache="cold")``: the top ``k`` distinct configs for
+  ``@triton.autotune`` (``k`` at least 1; without it 4) of winners measured in the cache
+  mode ``cache`` (as :func:`sweeper.tuned` takes it: a GPU whose winners were measured
+  in the other mode is refused, never served in its place; ``pick`` takes it too):
   each problem's winner first, then by geometric mean slowdown against each problem's
   best over the problems they were measured on (more problems first); with the
   problem's dims, that shape's dispatch candidates, the first ``k`` (without it, all);
@@ -34,7 +36,10 @@ As it is imported where sweeper is installed, the module compares its winners'
 where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
 False).  A user kernel whose source cannot be found as the module is written (its module
 gone, or no longer defining it) is refused (:func:`refuse_unfound`): its ``key`` and
-footprint rule come from that source.
+footprint rule come from that source.  A built-in built from its space's options
+(``torch-op``) keeps them (``kernel_options``), as a tuning entry does: they name the
+kernel the module holds (a study of another op is refused) and its source is hashed from
+them.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper import dispatch
+from sweeper.core._model import CACHE_MODES
 from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
@@ -57,6 +63,7 @@ from sweeper.export import (
     measured_source,
     output_file,
     problem_tops,
+    recorded_options,
     rule_for,
     study_winners,
     warn_source_changed,
@@ -66,6 +73,7 @@ from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
 from sweeper.space import DTYPES, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.tuning import kernel_name
 from sweeper.winners import UNFINISHED
 
 if TYPE_CHECKING:
@@ -110,15 +118,22 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data = _existing(target)
     kernel = won.meta.tuned_name
     kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
-    # a module written before kernel_path was kept is taken to hold this kernel's path
-    if data and (data["kernel"], data.get("kernel_path", kernel_path)) != (kernel, kernel_path):
-        held = data.get("kernel_path") or data["kernel"]
-        raise SweeperError(f"{target}: holds kernel {held!r}, not {kernel_path or kernel!r}; one "
-                           "module per kernel: give another -o")
+    options = recorded_options(won.meta)
+    mine = kernel_name(kernel, kernel_path, options)
+    # a module written before kernel_path (or kernel_options) was kept is taken to hold
+    # this kernel's path (its options)
+    held = kernel_name(data["kernel"], data.get("kernel_path", kernel_path),
+                       data.get("kernel_options", options)) if data else mine
+    if held != mine:
+        raise SweeperError(f"{target}: holds kernel {held!r}, not {mine!r}; one module per "
+                           "kernel: give another -o")
     section = gpu_section(won)
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
+    data.pop("kernel_options", None)         # or by their options (torch-op's op)
+    if options:
+        data["kernel_options"] = options
     data["dims"] = _key(won)
     data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
     clash = cache_clash(data["gpus"].get(gpu), section)
@@ -134,7 +149,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    warn_source_changed(won.meta)
+    warn_source_changed(won.meta, options)
     return TritonExport(target, section, note, [
         f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
         if problem_of(pick.trial) in won.unfinished])
@@ -400,7 +415,8 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
     functions = "\n".join(f"    {text!r}: lambda e: {grid_source(text)},"
                           for text in grids)
     gpus = ", ".join(_quoted(g) for g in data["gpus"])
-    head = (f'{MARKER}\n"""Tuned configs of the kernel {_quoted(data["kernel"])} on {gpus}, '
+    name = kernel_name(data["kernel"], None, data.get("kernel_options"))
+    head = (f'{MARKER}\n"""Tuned configs of the kernel {_quoted(name)} on {gpus}, '
             "written by `sweeper export STUDY --format triton`.\n\n"
             + USAGE.replace("tuned_mod", module) + '"""\n')
     literal = json.dumps(json.dumps(data, sort_keys=True))
@@ -409,7 +425,8 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
     itemsizes = json.dumps(dict(DTYPES), sort_keys=True)
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n"
-            + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n" + BUILD)
+            + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n"
+            + f"_CACHE_MODES = {CACHE_MODES!r}\n" + BUILD)
 
 
 def _quoted(name: str) -> str:
@@ -428,6 +445,8 @@ USAGE = '''    import tuned_mod
     def kernel(..., BLOCK: tl.constexpr): ...
     kernel[lambda meta: tuned_mod.grid(meta)](x, y, n)   # dims read from meta by name
 
+configs() and pick() give winners measured cold (the L2 flushed before each sample)
+unless asked for cache="warm", as sweeper.tuned does; a GPU's winners are of one mode.
 It needs triton only: the module runs without sweeper.  Where sweeper is installed,
 importing this module warns once (StaleTuningWarning) if the kernel's source is no longer
 the one these winners were tuned on.  Re-export the study rather than editing this file;
@@ -511,11 +530,14 @@ def _gpu(gpu):
     raise KeyError(f"no configs for GPU {gpu!r}; this module has {', '.join(GPUS)}")
 
 
-def configs(k=None, gpu=None, dtype=None, **dims):
+def configs(k=None, gpu=None, dtype=None, cache="cold", **dims):
     """Distinct triton.Configs for GPU gpu (default: the only one, else this process's
     GPU), at most k of them (a whole number of at least 1; anything else is a
-    ValueError).  Without dims: the top k (k=None: 4), each tuned problem's winner
-    first, then by geometric mean slowdown.  With the problem's dims (every name of
+    ValueError), of winners measured in the cache mode cache: cold (the L2 flushed
+    before each sample, the default) or warm; a GPU whose winners were measured in the
+    other mode is a KeyError saying so, never served in its place.  Without dims: the
+    top k (k=None: 4), each tuned problem's winner first, then by geometric mean
+    slowdown.  With the problem's dims (every name of
     key): the candidates for that shape (sweeper's dispatch rule: the nearest tuned
     winner first, then the bracketing tuned shapes' top configs), the first k (k=None:
     all); dtype: only problems tuned in it.  Each is launched with its own grid by
@@ -525,7 +547,7 @@ def configs(k=None, gpu=None, dtype=None, **dims):
         raise ValueError(f"configs(k={k!r}): k is how many configs to give, a whole number "
                          "of at least 1, or None: the top 4 without dims, every candidate "
                          "with them")
-    gpu = _gpu(gpu)
+    gpu = _measured(_gpu(gpu), cache)
     grids = _grids(gpu)
     if not dims:
         return [_config(c) for c in _DATA["gpus"][gpu]["ranked"]
@@ -555,12 +577,29 @@ def _grids(gpu):
     return grids
 
 
-def pick(gpu=None, dtype=None, **dims):
+def pick(gpu=None, dtype=None, cache="cold", **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
-    tuned there, else the nearest tuned shape's winner (log space).  Launched outside
-    autotune, give grid its launch options (grid({**meta, **c.all_kwargs()})): a
-    better config of the same kwargs may have been tuned with another grid."""
-    return _config(_candidates(gpu, dtype, dims)[0])
+    tuned there, else the nearest tuned shape's winner (log space), of winners measured
+    in the cache mode cache (as configs() takes it).  Launched outside autotune, give
+    grid its launch options (grid({**meta, **c.all_kwargs()})): a better config of the
+    same kwargs may have been tuned with another grid."""
+    return _config(_candidates(_measured(_gpu(gpu), cache), dtype, dims)[0])
+
+
+def _measured(gpu, cache):
+    """gpu, whose winners were measured in the cache mode cache (a GPU's winners are of
+    one mode; a winner without one, an older module's, was measured cold); another
+    mode is a KeyError naming the one there is, a cache that names none a ValueError."""
+    if cache not in _CACHE_MODES:
+        raise ValueError(f"cache={cache!r}: allowed: {', '.join(_CACHE_MODES)} (the L2 "
+                         "flushed before each sample, or not)")
+    held = sorted({w.get("cache", "cold") for w in _DATA["gpus"][gpu]["winners"]})
+    if cache not in held:
+        flushed = "not flushed" if held == ["warm"] else "flushed"
+        raise KeyError(f"no configs for GPU {gpu!r} measured {cache}; its winners were "
+                       f"measured {' and '.join(held)} only (L2 {flushed}): ask for "
+                       f"cache={held[0]!r}")
+    return gpu
 
 
 def _candidates(gpu, dtype, dims):

@@ -242,10 +242,13 @@ class Tuning:
         if len(others) == len(kinds):
             raise SweeperError(f"{self.path}: {kernel!r} names {len(kinds)} tuned kernels, "
                                f"{', '.join(kinds)}; ask for one by its module:attr path "
-                               "(a CUDA C kernel: cuda:FILE:ENTRY)")
+                               "(a CUDA C kernel: cuda:FILE:ENTRY, FILE its .cu file's "
+                               "path, or as much of its end as tells it apart; a torch "
+                               "op: torch-op:OP)")
         warnings.warn(f"{self.path}: {kernel!r} is the kernel of that name; "
                       f"{', '.join(others)} {'is' if len(others) == 1 else 'are'} tuned "
-                      "under that name too: ask for it by its module:attr path",
+                      "under that name too: ask for it by its module:attr path (a kernel "
+                      "built from its space's options: by the name given here)",
                       TuningWarning, stacklevel=user_stacklevel())
         return [i for i in named if self.entries[i].name == kernel]
 
@@ -413,19 +416,23 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     run); a kernel whose source cannot be found at all (its module gone, or no longer
     defining it: :func:`unfound`) is warned of, once, as not compared; winners without
     a hash, a kernel whose source cannot be told otherwise, and a ``_DATA`` of another
-    shape say nothing.  Whether some winner is stale (warned of now or before)."""
+    shape say nothing; a kernel built from its space's options (``torch-op``) is hashed
+    from those the module keeps (``kernel_options``), as a tuning entry's.  Whether some
+    winner is stale (warned of now or before)."""
     from sweeper.kernels import source_hash_now
 
     try:
         kernel = str(data["kernel"])
         identity = str(data.get("kernel_path") or kernel)
+        options = data.get("kernel_options")
+        options = {str(k): str(v) for k, v in options.items()} if options else None
         winners = [w for s in data["gpus"].values() for w in s["winners"]
                    if isinstance(w, Mapping) and isinstance(w.get("source_hash"), str)]
     except (KeyError, TypeError, AttributeError):
         return False
     if not winners:
         return False
-    now = source_hash_now(identity)
+    now = source_hash_now(identity, options)
     why = unfound(identity) if now is None else None
     if why is not None:
         _warn_once(path, identity, lambda: _unfound_text(
@@ -481,7 +488,9 @@ def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
           dims: Mapping[str, int] | None = None, gpu: str | None = None,
           path: str | Path | None = None, cache: str = "cold") -> TunedConfig:
     """The tuned config for ``kernel`` (its name; a ``module:attr`` path also matches; a
-    CUDA C kernel is ``cuda:FILE.cu:ENTRY``, :attr:`~sweeper.tuning.TuningEntry.name`)
+    CUDA C kernel is ``cuda:FILE.cu:ENTRY``, :attr:`~sweeper.tuning.TuningEntry.name`,
+    its ``.cu`` file's path or as much of its end as tells it apart from another's; a
+    torch op ``torch-op:OP``)
     in ``dtype`` (``float32``, ``fp32`` or ``torch.float32``) on ``gpu`` (default: this
     one; a replay of it matches, else another GPU of its architecture with a warning),
     for a problem of ``dims`` or of ``footprint`` bytes (a number, or a size such as

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 from sweeper.core._model import BLOCKS, CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import ExpressionError, SweeperError, TuningFileError
-from sweeper.kernels import SOURCE_HASH, Headline
+from sweeper.kernels import SOURCE_HASH, Headline, named_by
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
 from sweeper.store._schema import FORMAT, Record, fields_problem
@@ -176,15 +176,16 @@ class TuningEntry(LaunchConfig, Record):
 
     @property
     def name(self) -> str:
-        """The kernel as a lookup names it, one text per kernel: a kernel built from its
-        space's ``source`` file and ``entry`` function (``cuda``) is
-        ``KERNEL:FILE:ENTRY`` (``cuda:copy.cu:copy``: the file's name, not its folder),
-        as every CUDA C kernel is the one built-in; any other (or a ``cuda`` entry without
-        its options, an older sweeper's) is its :attr:`identity`."""
-        options = self.kernel_options or {}
-        if "source" in options and "entry" in options:
-            return f"{self.kernel}:{PurePath(options['source']).name}:{options['entry']}"
-        return self.identity
+        """The kernel as a lookup names it, one text per kernel: a built-in built from
+        its space's options is named by those of its kept options that tell one such
+        kernel from another (its declaration's ``named_by``), as every CUDA C kernel is
+        the one built-in ``cuda`` and every torch op ``torch-op``: ``cuda:SOURCE:ENTRY``
+        (``cuda:/work/a/copy.cu:copy``: the file's path as its kept options give it, so
+        two ``.cu`` files of one name in different folders are two kernels; a lookup may
+        give as much of the path's end as tells them apart, :meth:`is_for`),
+        ``torch-op:OP`` (``torch-op:torch.nn.functional.gelu``); any other (or such an
+        entry without its options, an older sweeper's) is its :attr:`identity`."""
+        return kernel_name(self.kernel, self.kernel_path, self.kernel_options)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -198,10 +199,13 @@ class TuningEntry(LaunchConfig, Record):
     def is_for(self, kernel: str) -> bool:
         """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path
         a space named it by (older files keyed user kernels by that path only; the
-        attribute is then taken for the name), or by its :attr:`name`
-        (``cuda:copy.cu:copy``)."""
-        return kernel == self.name or any(name is not None and (name == kernel or (
-            ":" in name and ":" not in kernel and name.rpartition(":")[2] == kernel))
+        attribute is then taken for the name), or by its :attr:`name`, whose file paths
+        may be given by as much of their end as the asker likes
+        (``cuda:copy.cu:copy`` and ``cuda:a/copy.cu:copy`` for
+        ``cuda:/work/a/copy.cu:copy``)."""
+        return (self.name != self.identity and names_kernel(kernel, self.name)) or any(
+            name is not None and (name == kernel or (
+                ":" in name and ":" not in kernel and name.rpartition(":")[2] == kernel))
             for name in (self.kernel, self.kernel_path))
 
     @staticmethod
@@ -241,6 +245,34 @@ class TuningEntry(LaunchConfig, Record):
                 _config_problem("", data, dims) or
                 next((p for i, top in enumerate(data.get("top", []))
                       if (p := _top_problem(f"top[{i}].", top, dims))), None))
+
+
+def kernel_name(kernel: str, kernel_path: str | None = None,
+                options: dict[str, str] | None = None) -> str:
+    """The name :attr:`TuningEntry.name` gives a kernel of that name, ``module:attr``
+    path and kept options; a module ``sweeper export --format triton`` writes names its
+    kernel so too."""
+    named = named_by(kernel) if options else ()
+    if options and named and all(key in options for key in named):
+        return ":".join([kernel, *(options[key] for key in named)])
+    return kernel_path or kernel
+
+
+def names_kernel(asked: str, name: str) -> bool:
+    """Whether ``asked`` names the kernel called ``name`` (``KERNEL:VALUE:...``, a
+    :attr:`TuningEntry.name`): ``name`` itself, or with a value that is a file's path
+    given by its last parts (``cuda:copy.cu:copy`` or ``cuda:a/copy.cu:copy`` for
+    ``cuda:/work/a/copy.cu:copy``)."""
+    if asked == name:
+        return True
+    want, have = asked.split(":"), name.split(":")
+    if len(want) != len(have) or want[0] != have[0]:
+        return False
+    for part, value in zip(want[1:], have[1:], strict=True):
+        tail = PurePath(part).parts
+        if part != value and (not tail or PurePath(value).parts[-len(tail):] != tail):
+            return False
+    return True
 
 
 def _footprint_rule_problem(text: Any, dims: dict[str, Any]) -> str | None:
@@ -387,7 +419,8 @@ def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
     """The JSON of ``old`` with ``new`` added, each replacing an entry of the same kernel
     (:attr:`TuningEntry.name`, so one an older sweeper keyed by the kernel's
     ``module:attr`` path too) for the same problem; another kernel of the same name (a
-    ``cuda`` kernel of another ``.cu`` file or entry function) keeps its entries."""
+    ``cuda`` kernel of another ``.cu`` file, one of the same name in another folder too,
+    or of another entry function; a ``torch-op`` of another op) keeps its entries."""
     keys = {e.key for e in new}
     kept = [raw for entry, raw in zip(old.entries, old.data["entries"], strict=True)
             if entry.key not in keys]
@@ -400,4 +433,6 @@ EMPTY = TuningFile([], {"version": FORMAT_VERSION, "entries": []})
 
 __all__ = ["DEFAULT_TUNING", "EMPTY", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
            "SOURCE_HASH", "SUPPORTED_VERSIONS", "LaunchConfig", "TopConfig", "TuningEntry",
-           "TuningFile", "entry_name", "entry_problem", "merged", "read_tuning", "tuning_path"]
+           "TuningFile", "entry_name", "entry_problem", "kernel_name", "merged", "names_kernel",
+           "read_tuning",
+           "tuning_path"]

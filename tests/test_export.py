@@ -357,12 +357,120 @@ def test_two_cuda_kernels_keep_their_own_entries_and_are_looked_up_by_file_and_e
 
     assert main(["tuned", "cuda:other.cu:copy", "--dims", "m=64,n=256", "--gpu", GPU,
                  "--tuning", str(path)]) == 0
-    assert capsys.readouterr().out.startswith("cuda:other.cu:copy float32 on Fake GPU: ")
-    with pytest.raises(SweeperError, match=r"'cuda' names 2 tuned kernels, "
-                       r"cuda:copy\.cu:copy, cuda:other\.cu:copy; ask for one by"):
+    other = (tmp_path / "other.cu").resolve()
+    assert capsys.readouterr().out.startswith(f"cuda:{other}:copy float32 on Fake GPU: ")
+    with pytest.raises(SweeperError, match=rf"'cuda' names 2 tuned kernels, "
+                       rf"cuda:{tmp_path.resolve()}/copy\.cu:copy, cuda:.*/other\.cu:copy; "
+                       r"ask for one by"):
         tuned("cuda", **asked)
     export_study(cuda_study(tmp_path, "c", "other.cu", 30.0), path)     # replaces b's
     assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["a", "c"]
     old = {k: v for k, v in entry.items() if k != "kernel_options"}
     path.write_text(json.dumps({"version": 1, "entries": [old]}))
     assert tuned("cuda", **asked).study == "b"
+
+
+def test_a_cuda_kernels_entry_keeps_its_options_when_its_cu_file_is_gone(tmp_path):
+    """The options a ``cuda`` entry is named and hashed by come from the space its study
+    recorded, not from the ``.cu`` file being there at export: a file moved or deleted
+    since the study still exports under its own name, never plain ``cuda``."""
+    store = cuda_study(tmp_path, "s", "copy.cu", 10.0)
+    [kept] = export_study(store, tmp_path / "kept.json")[1]
+    (tmp_path / "copy.cu").unlink()
+    [entry] = export_study(store, tmp_path / "tuning.json")[1]
+    assert entry["kernel_options"] == kept["kernel_options"]
+    assert entry["kernel_options"]["source"] == str((tmp_path / "copy.cu").resolve())
+    assert entry["kernel_options"]["entry"] == "copy"
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU,
+             "path": tmp_path / "tuning.json"}
+    assert tuned("cuda:copy.cu:copy", **asked).study == "s"
+
+
+def test_two_cu_files_of_one_name_in_different_folders_keep_their_own_entries(
+        tmp_path, capsys):
+    """Two ``.cu`` files of one name (``a/copy.cu``, ``b/copy.cu``) are two kernels: the
+    entry's name holds the file's path as the study's space resolved it, so one's export
+    never replaces the other's winners; ``cuda:copy.cu:copy`` is refused naming both, and
+    as much of the path's end as tells them apart asks for each."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    path = tmp_path / "tuning.json"
+    export_study(cuda_study(tmp_path, "sa", "a/copy.cu", 10.0), path)
+    export_study(cuda_study(tmp_path, "sb", "b/copy.cu", 20.0), path)
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["sa", "sb"]
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU, "path": path}
+    root = tmp_path.resolve()
+    with pytest.raises(SweeperError, match=rf"'cuda:copy\.cu:copy' names 2 tuned kernels, "
+                       rf"cuda:{root}/a/copy\.cu:copy, cuda:{root}/b/copy\.cu:copy; ask "
+                       r"for one by .*as much of its end as tells it apart"):
+        tuned("cuda:copy.cu:copy", **asked)
+    assert tuned("cuda:a/copy.cu:copy", **asked).study == "sa"
+    assert tuned("cuda:b/copy.cu:copy", **asked).study == "sb"
+    assert tuned(f"cuda:{root}/b/copy.cu:copy", **asked).study == "sb"
+    from sweeper.cli import main
+
+    assert main(["tuned", "cuda:b/copy.cu:copy", "--dims", "m=64,n=256", "--gpu", GPU,
+                 "--tuning", str(path)]) == 0
+    assert capsys.readouterr().out.startswith(f"cuda:{root}/b/copy.cu:copy float32 on ")
+    assert main(["tuned", "cuda:copy.cu:copy", "--dims", "m=64,n=256", "--gpu", GPU,
+                 "--tuning", str(path)]) == 2
+    assert "names 2 tuned kernels" in capsys.readouterr().err
+    export_study(cuda_study(tmp_path, "sb2", "b/copy.cu", 30.0), path)     # replaces sb's
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["sa", "sb2"]
+    with pytest.raises(SweeperError, match=r"no tuned config for cuda:c/copy\.cu:copy"):
+        tuned("cuda:c/copy.cu:copy", **asked)
+
+
+def torch_op_study(tmp_path, name, op, gbps):
+    """A hand-built study of the ``torch-op`` kernel of ``op`` at one problem (a 1-D
+    input of 1 Mi elements), its one trial at ``gbps``."""
+    store = StudyStore(tmp_path / name)
+    store.create({"study": name, "kernel": "torch-op",
+                  "space_text": f"kernel: {{name: torch-op, op: {op}}}\n"
+                                "params: {cols: [1048576]}\n",
+                  "space_path": str(tmp_path / f"{name}.yaml"),
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
+    store.append(TrialRecord(
+        number=0, status=TrialStatus.OK, choice={"grid": "1", "block": "32"},
+        config=Config(Problem("float32", 4 << 20, (("rows", 1), ("cols", 1 << 20))),
+                      grid=1, block=32, meta={}),
+        stats=summarize([1.0] * 3), gbps=gbps))
+    store.close()
+    return store
+
+
+def test_two_torch_ops_keep_their_own_entries_and_are_looked_up_by_op(tmp_path, capsys):
+    """Every library op is the built-in ``torch-op``: its entries are kept apart by the op
+    they time, ``torch-op:OP``, so a study of another op never replaces them; a lookup
+    asks by that name, and ``torch-op`` alone is refused naming each where it names more
+    than one; an entry without options (an older sweeper's) is still ``torch-op``."""
+    path = tmp_path / "tuning.json"
+    [entry] = export_study(torch_op_study(tmp_path, "g", "torch.nn.functional.gelu", 10.0),
+                           path)[1]
+    asked = {"dtype": "float32", "dims": {"rows": 1, "cols": 1 << 20}, "gpu": GPU,
+             "path": path}
+    assert tuned("torch-op", **asked).study == "g"          # one op: its plain name will do
+    export_study(torch_op_study(tmp_path, "r", "torch.relu", 20.0), path)
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["g", "r"]
+    assert tuned("torch-op:torch.nn.functional.gelu", **asked).study == "g"
+    assert tuned("torch-op:torch.relu", **asked).study == "r"
+    with pytest.raises(SweeperError, match=r"'torch-op' names 2 tuned kernels, "
+                       r"torch-op:torch\.nn\.functional\.gelu, torch-op:torch\.relu; ask "
+                       r"for one by .*torch-op:OP"):
+        tuned("torch-op", **asked)
+    from sweeper.cli import main
+
+    assert main(["tuned", "torch-op:torch.relu", "--dims", "rows=1,cols=1048576", "--gpu",
+                 GPU, "--tuning", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("torch-op:torch.relu float32 on Fake GPU: ")
+    export_study(torch_op_study(tmp_path, "r2", "torch.relu", 30.0), path)   # replaces r's
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["g", "r2"]
+    old = {k: v for k, v in entry.items() if k != "kernel_options"}
+    new = json.loads(path.read_text())["entries"][1]
+    path.write_text(json.dumps({"version": 1, "entries": [old, new]}))
+    with pytest.warns(TuningWarning, match=r"'torch-op' is the kernel of that name; "
+                      r"torch-op:torch\.relu is tuned under that name too: ask for it by "
+                      r"its module:attr path \(a kernel built from its space's options: by "
+                      r"the name given here\)"):
+        assert tuned("torch-op", **asked).study == "g"          # an older sweeper's entry
+    assert tuned("torch-op:torch.relu", **asked).study == "r2"

@@ -624,3 +624,55 @@ def test_an_export_reads_the_kernels_declaration_once(tmp_path, monkeypatch, cap
     data = _existing(out)
     assert data["key"] == autotune_key("examples.scale:scale", ["n"])[0] == ["n"]
     assert data["footprint"] == footprint_rule("examples.scale:scale").text
+
+
+def test_a_torch_ops_module_keeps_its_op_holds_no_other_and_is_compared_by_it(tmp_path):
+    """A ``torch-op`` study's module keeps the op (``kernel_options``), as its tuning
+    entries do: a study of another op is refused rather than merged into it (every op is
+    the built-in ``torch-op``), and importing the module hashes the op's source now from
+    it, warning where it is not the one the winners were measured on."""
+    from sweeper.errors import StaleTuningWarning
+    from tests.test_export import torch_op_study
+
+    out = tmp_path / "tuned_gelu.py"
+    gelu = torch_op_study(tmp_path, "g", "torch.nn.functional.gelu", 10.0)
+    meta = json.loads((gelu.root / "study.json").read_text())
+    (gelu.root / "study.json").write_text(json.dumps(
+        {**meta, "kernel_source_hash": "0123456789abcdef"}))    # not the source now
+    with pytest.warns(StaleTuningWarning, match=r"study g: the source of torch-op changed"):
+        export_triton(gelu, out)
+    with pytest.raises(SweeperError, match=r"tuned_gelu.py: holds kernel "
+                       r"'torch-op:torch\.nn\.functional\.gelu', not 'torch-op:torch\.relu'; "
+                       r"one module per kernel"):
+        export_triton(torch_op_study(tmp_path, "r", "torch.relu", 20.0), out)
+    with pytest.warns(StaleTuningWarning, match=r"earlier source of torch-op"):
+        module = load(out)
+    assert module.STALE is True
+    assert module.KERNEL == "torch-op"
+    assert [w["study"] for w in module.WINNERS["Fake GPU"]] == ["g"]
+
+
+def test_a_modules_configs_and_pick_give_warm_winners_only_where_warm_is_asked(tmp_path):
+    """As ``sweeper.tuned`` does, a module's ``configs()`` and ``pick()`` give winners
+    measured cold unless asked for ``cache="warm"``: a warm-only study's module refuses a
+    caller that did not ask (a ``KeyError`` naming the mode it has), rather than serve
+    its winners as cold ones, and a cold one's refuses a caller asking for warm."""
+    from tests.test_export import warm_study
+
+    warm = load(export_triton(warm_study(tmp_path, "w", "warm", 512), tmp_path / "w.py")[0])
+    n = (1 << 20) // 4
+    for call in (lambda: warm.configs(), lambda: warm.configs(n=n), lambda: warm.pick(n=n)):
+        with pytest.raises(KeyError, match=r"no configs for GPU 'Fake GPU' measured cold; "
+                           r"its winners were measured warm only \(L2 not flushed\): ask "
+                           r"for cache='warm'"):
+            call()
+    assert [c.kwargs for c in warm.configs(cache="warm")] == [{"BLOCK": 512}]
+    assert warm.pick(cache="warm", n=n).kwargs == {"BLOCK": 512}
+    with pytest.raises(ValueError, match=r"cache='hot': allowed: cold, warm"):
+        warm.configs(cache="hot")
+    cold = load(export_triton(warm_study(tmp_path, "c", "cold", 256), tmp_path / "c.py")[0])
+    assert [c.kwargs for c in cold.configs()] == [{"BLOCK": 256}]
+    assert cold.pick(n=n).kwargs == {"BLOCK": 256}
+    with pytest.raises(KeyError, match=r"measured warm; its winners were measured cold only "
+                       r"\(L2 flushed\): ask for cache='cold'"):
+        cold.configs(cache="warm")

@@ -298,7 +298,10 @@ def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     tuned = sub.add_parser("tuned", help="print the tuned config a launch would use")
     tuned.add_argument("kernel", help="kernel name as in the space file (a built-in: sweeper "
                        "kernels lists them, or package.module:attr; a CUDA C kernel: "
-                       "cuda:FILE.cu:ENTRY)")
+                       "cuda:FILE.cu:ENTRY, FILE its .cu file's path or as much of its "
+                       "end as tells it apart, e.g. cuda:copy.cu:copy or "
+                       "cuda:a/copy.cu:copy; a torch op: torch-op:OP, e.g. "
+                       "torch-op:torch.nn.functional.gelu)")
     tuned.add_argument("--dtype", default="float32", help="element type (default float32)")
     problem = tuned.add_mutually_exclusive_group(required=True)
     problem.add_argument("--footprint", help="e.g. 256MiB")

@@ -5,6 +5,7 @@ finds, imports and checks each."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, cast
@@ -78,6 +79,20 @@ def source_hash_now(name: str, options: Mapping[str, str] | None = None) -> str 
     except (SweeperError, OSError, TypeError):
         return None
     return module_source_hash(found.target)
+
+
+@functools.cache
+def named_by(name: str) -> tuple[str, ...]:
+    """The options that tell one built-in kernel ``name`` built from its space's options
+    from another (its declaration's :attr:`Kernel.named_by`: ``cuda``'s source and entry,
+    ``torch-op``'s op); none for any other kernel, or a name no plugin has.  Nothing but
+    a built-in's declaration is imported."""
+    try:
+        if not plugins.find(plugins.KERNEL, name).builtin:
+            return ()
+        return tuple(plugins.kernel_declaration(name).named_by)
+    except SweeperError:
+        return ()
 
 
 def source_missing(name: str) -> bool:
@@ -214,6 +229,7 @@ __all__ = [
     "interpreted_ops_of",
     "kernel_class",
     "load_kernel",
+    "named_by",
     "source_hash_now",
     "source_hash_unrun",
     "source_missing",

@@ -252,6 +252,11 @@ class Kernel(abc.ABC):
     dtypes: ClassVar[tuple[str, ...]] = tuple(d for d in DTYPES if d not in DECLARED_ONLY)
     #: Options a space may leave out with no value standing in (the kernel does without).
     optional_options: ClassVar[frozenset[str]] = frozenset()
+    #: The options that tell one kernel built from its space's options from another of
+    #: the same name (``cuda``'s source and entry, ``torch-op``'s op): a tuning entry of
+    #: it is named ``NAME:VALUE:...`` by them (:attr:`sweeper.tuning.TuningEntry.name`);
+    #: none: the name alone tells the kernel.
+    named_by: ClassVar[tuple[str, ...]] = ()
     #: The kernel runs on a CUDA GPU only (compiled CUDA C): a device that runs kernels
     #: elsewhere (the interpreter) refuses it before the first trial.
     needs_gpu: ClassVar[bool] = False

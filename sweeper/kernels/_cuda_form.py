@@ -121,6 +121,8 @@ class CudaDeclaration(Kernel):
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model",
          "refuse"})
+    #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
+    named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = {"grid": "cdiv(n, block)", "block": 256,
                                              "dtype": "float32", "footprint": "64MiB"}

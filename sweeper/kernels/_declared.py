@@ -273,6 +273,8 @@ class TorchOpDeclaration(Kernel):
     name: ClassVar[str] = "torch-op"
     options: ClassVar[Mapping[str, str]] = {
         "op": "a torch callable by its dotted path, such as torch.nn.functional.gelu"}
+    #: every torch op is this one built-in: its op tells them apart (``torch-op:OP``)
+    named_by: ClassVar[tuple[str, ...]] = ("op",)
     #: grid and block are launch axes every kernel has; a torch op ignores them
     defaults: ClassVar[Mapping[str, Any]] = {"grid": "1", "block": 32, "dtype": "float32",
                                              "footprint": "64MiB"}

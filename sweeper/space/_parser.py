@@ -167,6 +167,28 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
     return _Parser(file, where, user_code).space(data, text, default_study)
 
 
+def recorded_kernel_options(text: str, *, file: str = "<space>"
+                            ) -> tuple[tuple[str, str], ...]:
+    """The options the space in YAML ``text`` (called ``file``) gives its kernel, as
+    :func:`parse_space` reads them (a relative file resolved against ``file``'s folder,
+    a declared default standing in for an option not given), but not checked against
+    what is there now: the space a study recorded names the ``.cu`` file it ran, which
+    may have been moved or deleted since, and its options still say which kernel the
+    study measured.  ``()`` for a kernel named without options; a
+    :class:`~sweeper.errors.SpaceError` where the text names no kernel, or options it
+    does not declare.  No user code is imported."""
+    data, where = load_recorded(text, file)
+    parser = _Parser(file, where, user_code=False)
+    value = data.get("kernel") if isinstance(data, dict) else None
+    if value is None:
+        raise parser.error("", "missing key 'kernel'; give a built-in name or module:attr")
+    if isinstance(value, dict) and "name" not in value:
+        raise parser.error("kernel", "a kernel mapping needs a name: "
+                           "{name: KERNEL, OPTION: value, ...}")
+    name = value["name"] if isinstance(value, dict) else value
+    return parser.kernel_options(value, parser.kernel(name, None), checked=False)
+
+
 class _Parser:
     """One space file's reading: its file name, where each key path was written
     (``where``), and what the reading has learnt so far (the kernel's declaration and
@@ -901,12 +923,14 @@ class _Parser:
         return sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES) |
                       {"footprint", *self.shape.names})
 
-    def kernel_options(self, value: Any, kernel: type[KernelDeclaration]
-                       ) -> tuple[tuple[str, str], ...]:
+    def kernel_options(self, value: Any, kernel: type[KernelDeclaration], *,
+                       checked: bool = True) -> tuple[tuple[str, str], ...]:
         """The options ``kernel:`` gives ``kernel`` (``()`` for a plain name), each a
         string the kernel declares and accepts (with ``user_code``, checked by importing
         what it names); every declared option must be given unless the kernel
-        declares a default for it (``option_defaults``), which then stands in."""
+        declares a default for it (``option_defaults``), which then stands in.
+        ``checked=False``: each is read (a relative file resolved) but not checked
+        against what is there now (:func:`recorded_kernel_options`)."""
         given = {k: v for k, v in value.items() if k != "name"} \
             if isinstance(value, dict) else {}
         declared = dict(getattr(kernel, "options", {}))
@@ -924,7 +948,8 @@ class _Parser:
                                  f"list of up to {MAX_STRUCTURED} ({declared[key]})")
             resolve = getattr(kernel, "resolve_option", lambda key, value, folder: value)
             option = resolve(key, option, Path(self.origin(path).file).parent)
-            problem = kernel.option_problem(key, option, imports=self.user_code)
+            problem = kernel.option_problem(key, option, imports=self.user_code) \
+                if checked else None
             if problem is not None:
                 raise self.error(path, problem)
             given[key] = option
