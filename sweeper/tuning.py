@@ -420,11 +420,29 @@ def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
     (:attr:`TuningEntry.name`, so one an older sweeper keyed by the kernel's
     ``module:attr`` path too) for the same problem; another kernel of the same name (a
     ``cuda`` kernel of another ``.cu`` file, one of the same name in another folder too,
-    or of another entry function; a ``torch-op`` of another op) keeps its entries."""
+    or of another entry function; a ``torch-op`` of another op) keeps its entries, but
+    for a ``.cu`` file that has left the folder an entry names (:func:`_moved`)."""
     keys = {e.key for e in new}
     kept = [raw for entry, raw in zip(old.entries, old.data["entries"], strict=True)
-            if entry.key not in keys]
+            if entry.key not in keys and not any(_moved(entry, e) for e in new)]
     return {**old.data, "entries": kept + [e.to_json() for e in new]}
+
+
+def _moved(old: TuningEntry, new: TuningEntry) -> bool:
+    """Whether ``old`` is ``new``'s kernel exported from a place its files have left: a
+    ``cuda`` kernel's entry for the same problem whose ``.cu`` file, of the same name and
+    entry function, is no longer where ``old`` names it (the checkout moved, or the
+    tuning file came from another machine). Such an entry is replaced, where two
+    ``.cu`` files present in two folders stay two kernels."""
+    if old.key[1:] != new.key[1:] or old.name == new.name or old.kernel != new.kernel:
+        return False
+    was, now = old.kernel_options or {}, new.kernel_options or {}
+    if "source" not in named_by(old.kernel) or not was.get("source") or \
+            not now.get("source") or {k: v for k, v in was.items() if k != "source"} != \
+            {k: v for k, v in now.items() if k != "source"}:
+        return False
+    gone = Path(was["source"])
+    return gone.name == Path(now["source"]).name and not gone.exists()
 
 
 #: The tuning file there is before the first export.

@@ -421,6 +421,23 @@ def test_two_cu_files_of_one_name_in_different_folders_keep_their_own_entries(
         tuned("cuda:c/copy.cu:copy", **asked)
 
 
+def test_a_cu_file_moved_with_its_checkout_replaces_its_entries_where_it_was(tmp_path):
+    """A ``.cu`` file that has left the folder an entry names (the checkout moved, or the
+    tuning file came from another machine) is the same kernel as one of its file name
+    and entry exported now: its entries are replaced, not kept beside the new ones (which
+    would make ``cuda:copy.cu:copy`` ambiguous); one whose file is still there stays."""
+    for folder in ("old", "new", "other"):
+        (tmp_path / folder).mkdir()
+    path = tmp_path / "tuning.json"
+    export_study(cuda_study(tmp_path, "s1", "old/copy.cu", 10.0), path)
+    export_study(cuda_study(tmp_path, "s2", "other/copy.cu", 15.0), path)
+    (tmp_path / "old" / "copy.cu").unlink()                 # the checkout moved
+    export_study(cuda_study(tmp_path, "s3", "new/copy.cu", 20.0), path)
+    assert [e["study"] for e in json.loads(path.read_text())["entries"]] == ["s2", "s3"]
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU, "path": path}
+    assert tuned("cuda:new/copy.cu:copy", **asked).study == "s3"
+
+
 def torch_op_study(tmp_path, name, op, gbps):
     """A hand-built study of the ``torch-op`` kernel of ``op`` at one problem (a 1-D
     input of 1 Mi elements), its one trial at ``gbps``."""
