@@ -351,7 +351,7 @@ def warn_stale(config: TuningEntry, path: Path) -> None:
     ``config`` (an entry a lookup may dispatch to) was tuned on an earlier source of its
     kernel, and how to tune it again."""
     _warn_once(path, config.name, lambda: _stale_text(
-        path, config.kernel, config.identity, config.tuned or config.exported, config.study))
+        path, config.kernel, config.name, config.tuned or config.exported, config.study))
 
 
 def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
@@ -359,7 +359,7 @@ def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
     source of ``config``'s kernel, tuned with a ``source_hash``, cannot be found to
     compare (``why``: :func:`unfound`'s): its winners are used unchecked."""
     _warn_once(path, config.name, lambda: _unfound_text(
-        path, config.kernel, config.identity, config.study, why))
+        path, config.kernel, config.name, config.study, why))
 
 
 def unfound(identity: str) -> str | None:

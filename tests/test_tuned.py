@@ -527,7 +527,8 @@ def test_a_kernel_built_from_its_space_s_options_is_hashed_from_what_its_study_r
     """A ``cuda`` kernel is its space's options (the ``.cu`` file, what it includes, its
     reference): its source now is hashed from the options the study's recorded space
     gives (an entry keeps them), as the run hashed it, so an edit of the ``.cu`` file is
-    warned of as the export writes and as a lookup reads."""
+    warned of as the export writes and as a lookup reads, naming the kernel by its
+    entry's name (its file and entry)."""
     from sweeper import lookup
     from sweeper.cli import main
     from sweeper.kernels import source_hash_now
@@ -556,7 +557,8 @@ def test_a_kernel_built_from_its_space_s_options_is_hashed_from_what_its_study_r
     assert re.fullmatch(r"sweeper: warning: study s-replay: the source of cuda changed since "
                         r"the study measured it; .*\n", capsys.readouterr().err)
     with pytest.warns(StaleTuningWarning, match=r"^tuning.json: the winners of cuda were "
-                      r"tuned for an earlier source of cuda \(tuned "):
+                      rf"tuned for an earlier source of cuda:{re.escape(str(tmp_path))}/"
+                      r"copy\.cu:copy \(tuned "):     # which of the file's cuda kernels
         assert tuned("cuda", **asked).stale
 
 
