@@ -309,11 +309,68 @@ def find(kind: Kind, name: str) -> Found:
                          f"{kind.group} of {_dist(ep)}", ep)
     if PATH.fullmatch(name) is None:
         dotted = _dotted(name)
+        module = _a_module(kind, name)
         hint = f"; did you mean {kind.meant[name]!r}?" if name in kind.meant else \
-            f"; did you mean {dotted!r}?" if dotted else \
+            module if module else f"; did you mean {dotted!r}?" if dotted else \
             did_you_mean(name, [*kind.builtins, *installed(kind)])
         raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}{hint}")
     return Found(kind, name, name, "module:attr path")
+
+
+def _a_module(kind: Kind, name: str) -> str | None:
+    """The hint for ``name`` where it is a module of the user's on the import path (the
+    current directory first) given without what in it to load (``kernel:
+    mykern.rowsum``): the kernels its source declares at its top level, read without
+    importing it (a function under a ``kernel(...)`` decorator or bound to such a call, a
+    class one of whose bases is named ``Kernel``), each after a colon; else how to name
+    one.  ``None`` where ``name`` is no such module (one of the standard library's or an
+    installed package's is none)."""
+    from sweeper.kernels._own_modules import user_module_file
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+        return None
+    path = user_module_file(name)         # not the standard library's nor a package's
+    if path is None:
+        return None
+    found = str(path)
+    shown = os.path.relpath(found)
+    shown = found if shown.startswith("..") else shown
+    declared = _kernels_declared(found) if kind is KERNEL else []
+    head = f"; {name} is a module ({shown}): name the {kind.noun} in it after a colon"
+    if not declared:
+        return f"{head} ('{name}:NAME')"
+    return f"{head}: did you mean {' or '.join(repr(f'{name}:{d}') for d in declared)}?"
+
+
+def _kernels_declared(path: str) -> list[str]:
+    """The top-level names of the module at ``path`` that declare a kernel, read from its
+    source (nothing run; empty where it cannot be read)."""
+    import ast
+
+    def named(node: ast.AST, last: str) -> bool:
+        node = node.func if isinstance(node, ast.Call) else node
+        node = node.func if isinstance(node, ast.Call) else node     # kernel(...)(launch)
+        return (isinstance(node, ast.Name) and node.id == last) or \
+            (isinstance(node, ast.Attribute) and node.attr == last)
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            tree = ast.parse(file.read(), filename=path)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
+            MemoryError):
+        return []
+    names: list[str] = []
+    for stmt in tree.body:
+        decorated = isinstance(stmt, ast.FunctionDef) and any(
+            isinstance(d, ast.Call) and named(d, "kernel") for d in stmt.decorator_list)
+        subclass = isinstance(stmt, ast.ClassDef) and any(named(b, "Kernel")
+                                                          for b in stmt.bases)
+        if (decorated or subclass) and isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            names.append(stmt.name)
+        elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
+                named(stmt.value, "kernel"):
+            names += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    return names
 
 
 def _dotted(name: str) -> str | None:
