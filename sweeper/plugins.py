@@ -439,9 +439,11 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
     the module a ``module:attr`` plugin ``name`` names is nowhere on the import path (the
     current directory first), told without importing anything: ``plan``, which runs no
     user code, refuses such a space as ``run`` does.  A module found, or one that only
-    importing its package could tell (a submodule), passes: ``run`` checks the rest, but
-    for an attribute the module's source shows it never binds
-    (:func:`~sweeper.kernels._unimported.names_bound`), refused as ``run`` refuses it."""
+    importing its package could tell, passes: ``run`` checks the rest, but for a
+    submodule no folder of its package holds (:func:`_missing_submodule`) and an
+    attribute the module's source shows it never binds
+    (:func:`~sweeper.kernels._unimported.names_bound`), each refused as ``run`` refuses
+    it."""
     import importlib.util
 
     from sweeper.kernels._unimported import names_bound
@@ -457,11 +459,60 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
             return
         if spec is None:
             raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
+        module = found.target.partition(":")[0]
+        missing = _missing_submodule(list(spec.submodule_search_locations or []),
+                                     spec.origin, module)
+        if missing is not None:
+            raise _cannot_load(found, ModuleNotFoundError(f"No module named {missing!r}",
+                                                          name=missing))
         bound = names_bound(found.target)
     if bound is not None:
         module, _, attr = found.target.partition(":")
         raise _cannot_load(found, AttributeError(f"module {module} has no attribute {attr!r}"
                                                  f"{did_you_mean(attr, bound)}"))
+
+
+#: What a package's ``__init__`` may say to make modules no file of its folders holds.
+_MAKES_MODULES = ("__path__", "sys.modules", "modules[", "extend_path")
+
+
+def _missing_submodule(locations: list[str], origin: str | None, module: str) -> str | None:
+    """The dotted name of the first package or module on the way to ``module`` that no
+    folder of the package above it holds (``mykern.rowsun`` for ``mykern.rowsun``, where
+    ``mykern/`` has no ``rowsun.py``, ``rowsun/`` nor ``rowsun.*``), read from the folders
+    its top-level package was found in (``locations``, its ``__init__`` at ``origin``),
+    nothing imported; ``None`` where each is there, or where only importing could tell (a
+    module, not a package, above it; an ``__init__`` that may make modules)."""
+    parts = module.split(".")
+    for depth, part in enumerate(parts[1:], start=1):
+        if not locations or (origin is not None and _makes_modules(origin)):
+            return None
+        holders = []
+        for folder in locations:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                return None
+            if any(n == part or n.startswith(f"{part}.") for n in names):
+                holders.append(folder)
+        if not holders:
+            return ".".join(parts[:depth + 1])
+        folders = [os.path.join(f, part) for f in holders if os.path.isdir(os.path.join(f, part))]
+        inits = [os.path.join(f, "__init__.py") for f in folders
+                 if os.path.isfile(os.path.join(f, "__init__.py"))]
+        locations, origin = ([os.path.dirname(inits[0])], inits[0]) if inits else (folders, None)
+    return None
+
+
+def _makes_modules(init: str) -> bool:
+    """Whether the package ``__init__`` at ``init`` may make modules its folders do not
+    hold (it names :data:`_MAKES_MODULES`), or cannot be read."""
+    try:
+        with open(init, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError):
+        return True
+    return any(word in text for word in _MAKES_MODULES)
 
 
 def _not_on_the_path(found: Found, err: BaseException) -> str:
