@@ -266,7 +266,8 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
         bounded = budgeted(space, options.trials, options.time_s)
     plan, _ = plan_of(bounded, device, shape)
     head, lead, seconds = estimate_words(plan, bounded.budget.time_s)
-    say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
+    parts = f"{lead}{plan.parts_text()}"       # none where every part is under 0.5 s
+    say(f"estimated time: {head} ({parts + '; ' if parts else ''}sweeper plan says how)")
     return seconds
 
 
