@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from sweeper.core import shrunk_problems
 from sweeper.core._units import did_you_mean
 from sweeper.devices import Device
 from sweeper.errors import RefusalFailed, SweeperError, raised
@@ -51,12 +52,16 @@ class ABResult:
     #: samples and warmup turns each side took in each round
     per_round: int = SAMPLES_PER_ROUND
     warmup: int = WARMUP_PER_ROUND
+    #: what was measured in place of the problem ``fixed`` names, where the device's cap
+    #: on footprints made it smaller (``footprint 1MiB → 16KiB``); ``None``: as asked
+    shrunk: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON ``sweeper ab`` writes (``STUDIES_DIR/STUDY-ab/``, the study named as
         on its device: ``copy-interpret-ab`` on the interpreter): the samples, each side's
         median, the verdict with its interval and threshold, and the rounds it was
-        measured in, with the samples and warmup turns each side took in each."""
+        measured in, with the samples and warmup turns each side took in each; where the
+        device measured a smaller problem than asked, what it measured (``shrunk``)."""
         c = self.comparison
         return {"vary": self.key, "a": self.a, "b": self.b, "fixed": self.fixed,
                 "samples_ms": self.samples,
@@ -64,7 +69,8 @@ class ABResult:
                 "verdict": c.verdict.value, "ratio_b_over_a": c.ratio, "interval": [c.lo, c.hi],
                 "threshold": c.threshold,
                 "rounds": ROUNDS, "samples_per_round": self.per_round,
-                "warmup_per_round": self.warmup}
+                "warmup_per_round": self.warmup,
+                **({"shrunk": self.shrunk} if self.shrunk is not None else {})}
 
 
 def held_text(fixed: dict[str, str]) -> str:
@@ -277,9 +283,12 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
                 functools.partial(kernel.launch, bufs, config), warmup=warmup, rule=rule,
                 flush=config.cache == "cold", batch=measure.batch, graph=measure.graph
             ).timing.samples
+    measured = configs[a].problem
+    shrunk = next((s.changes() for s in shrunk_problems(space, facts.env(), facts.max_footprint)
+                   if s.problem == measured), None)
     result = ABResult(key, a, b, fixed, samples, compare_samples(samples[a], samples[b],
                                                                 threshold=threshold),
-                      per_round=rule.repeat, warmup=warmup)
+                      per_round=rule.repeat, warmup=warmup, shrunk=shrunk)
     if out is not None:
         atomic_write(out, json.dumps({**result.to_json(), "environment": device.environment()},
                                      indent=2) + "\n")

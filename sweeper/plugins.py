@@ -309,11 +309,68 @@ def find(kind: Kind, name: str) -> Found:
                          f"{kind.group} of {_dist(ep)}", ep)
     if PATH.fullmatch(name) is None:
         dotted = _dotted(name)
+        module = _a_module(kind, name)
         hint = f"; did you mean {kind.meant[name]!r}?" if name in kind.meant else \
-            f"; did you mean {dotted!r}?" if dotted else \
+            module if module else f"; did you mean {dotted!r}?" if dotted else \
             did_you_mean(name, [*kind.builtins, *installed(kind)])
         raise SweeperError(f"unknown {kind.noun} {name!r}; known: {known(kind)}{hint}")
     return Found(kind, name, name, "module:attr path")
+
+
+def _a_module(kind: Kind, name: str) -> str | None:
+    """The hint for ``name`` where it is a module of the user's on the import path (the
+    current directory first) given without what in it to load (``kernel:
+    mykern.rowsum``): the kernels its source declares at its top level, read without
+    importing it (a function under a ``kernel(...)`` decorator or bound to such a call, a
+    class one of whose bases is named ``Kernel``), each after a colon; else how to name
+    one.  ``None`` where ``name`` is no such module (one of the standard library's or an
+    installed package's is none)."""
+    from sweeper.kernels._own_modules import user_module_file
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", name):
+        return None
+    path = user_module_file(name)         # not the standard library's nor a package's
+    if path is None:
+        return None
+    found = str(path)
+    shown = os.path.relpath(found)
+    shown = found if shown.startswith("..") else shown
+    declared = _kernels_declared(found) if kind is KERNEL else []
+    head = f"; {name} is a module ({shown}): name the {kind.noun} in it after a colon"
+    if not declared:
+        return f"{head} ('{name}:NAME')"
+    return f"{head}: did you mean {' or '.join(repr(f'{name}:{d}') for d in declared)}?"
+
+
+def _kernels_declared(path: str) -> list[str]:
+    """The top-level names of the module at ``path`` that declare a kernel, read from its
+    source (nothing run; empty where it cannot be read)."""
+    import ast
+
+    def named(node: ast.AST, last: str) -> bool:
+        node = node.func if isinstance(node, ast.Call) else node
+        node = node.func if isinstance(node, ast.Call) else node     # kernel(...)(launch)
+        return (isinstance(node, ast.Name) and node.id == last) or \
+            (isinstance(node, ast.Attribute) and node.attr == last)
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            tree = ast.parse(file.read(), filename=path)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
+            MemoryError):
+        return []
+    names: list[str] = []
+    for stmt in tree.body:
+        decorated = isinstance(stmt, ast.FunctionDef) and any(
+            isinstance(d, ast.Call) and named(d, "kernel") for d in stmt.decorator_list)
+        subclass = isinstance(stmt, ast.ClassDef) and any(named(b, "Kernel")
+                                                          for b in stmt.bases)
+        if (decorated or subclass) and isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            names.append(stmt.name)
+        elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and \
+                named(stmt.value, "kernel"):
+            names += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    return names
 
 
 def _dotted(name: str) -> str | None:
@@ -385,9 +442,11 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
     the module a ``module:attr`` plugin ``name`` names is nowhere on the import path (the
     current directory first), told without importing anything: ``plan``, which runs no
     user code, refuses such a space as ``run`` does.  A module found, or one that only
-    importing its package could tell (a submodule), passes: ``run`` checks the rest, but
-    for an attribute the module's source shows it never binds
-    (:func:`~sweeper.kernels._unimported.names_bound`), refused as ``run`` refuses it."""
+    importing its package could tell, passes: ``run`` checks the rest, but for a
+    submodule no folder of its package holds (:func:`_missing_submodule`) and an
+    attribute the module's source shows it never binds
+    (:func:`~sweeper.kernels._unimported.names_bound`), each refused as ``run`` refuses
+    it."""
     import importlib.util
 
     from sweeper.kernels._unimported import names_bound
@@ -403,11 +462,60 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
             return
         if spec is None:
             raise _cannot_load(found, ModuleNotFoundError(f"No module named {top!r}", name=top))
+        module = found.target.partition(":")[0]
+        missing = _missing_submodule(list(spec.submodule_search_locations or []),
+                                     spec.origin, module)
+        if missing is not None:
+            raise _cannot_load(found, ModuleNotFoundError(f"No module named {missing!r}",
+                                                          name=missing))
         bound = names_bound(found.target)
     if bound is not None:
         module, _, attr = found.target.partition(":")
         raise _cannot_load(found, AttributeError(f"module {module} has no attribute {attr!r}"
                                                  f"{did_you_mean(attr, bound)}"))
+
+
+#: What a package's ``__init__`` may say to make modules no file of its folders holds.
+_MAKES_MODULES = ("__path__", "sys.modules", "modules[", "extend_path")
+
+
+def _missing_submodule(locations: list[str], origin: str | None, module: str) -> str | None:
+    """The dotted name of the first package or module on the way to ``module`` that no
+    folder of the package above it holds (``mykern.rowsun`` for ``mykern.rowsun``, where
+    ``mykern/`` has no ``rowsun.py``, ``rowsun/`` nor ``rowsun.*``), read from the folders
+    its top-level package was found in (``locations``, its ``__init__`` at ``origin``),
+    nothing imported; ``None`` where each is there, or where only importing could tell (a
+    module, not a package, above it; an ``__init__`` that may make modules)."""
+    parts = module.split(".")
+    for depth, part in enumerate(parts[1:], start=1):
+        if not locations or (origin is not None and _makes_modules(origin)):
+            return None
+        holders = []
+        for folder in locations:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                return None
+            if any(n == part or n.startswith(f"{part}.") for n in names):
+                holders.append(folder)
+        if not holders:
+            return ".".join(parts[:depth + 1])
+        folders = [os.path.join(f, part) for f in holders if os.path.isdir(os.path.join(f, part))]
+        inits = [os.path.join(f, "__init__.py") for f in folders
+                 if os.path.isfile(os.path.join(f, "__init__.py"))]
+        locations, origin = ([os.path.dirname(inits[0])], inits[0]) if inits else (folders, None)
+    return None
+
+
+def _makes_modules(init: str) -> bool:
+    """Whether the package ``__init__`` at ``init`` may make modules its folders do not
+    hold (it names :data:`_MAKES_MODULES`), or cannot be read."""
+    try:
+        with open(init, encoding="utf-8") as file:
+            text = file.read()
+    except (OSError, UnicodeDecodeError):
+        return True
+    return any(word in text for word in _MAKES_MODULES)
 
 
 def _not_on_the_path(found: Found, err: BaseException) -> str:

@@ -355,6 +355,11 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
         status = TrialStatus.OUT_OF_RESOURCES
     elif names & {"CompilationError", "CompileTimeAssertionFailure", "PTXASError"}:
         status = TrialStatus.COMPILE_ERROR
+    elif "InterpreterError" in names and (cause := err.__cause__) is not None and \
+            _static_assert(cause):
+        # the interpreter fails tl.static_assert as it runs; a GPU's compiler refuses it
+        status, line = TrialStatus.COMPILE_ERROR, user_line(cause)
+        reason = one_line(f"CompileTimeAssertionFailure: {cause}")
     elif "InterpreterError" in names and err.__cause__ is not None:
         status, line = classify(err.__cause__)[0], user_line(err.__cause__)
     else:
@@ -365,6 +370,18 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     # at most 500 characters, the kernel's line kept whole (Triton's advice on a global
     # that is not a constexpr alone is 400), a cut message ending in "…"
     return status, _cut_before(reason, f" (at {line})" if line else "")
+
+
+def _static_assert(err: BaseException | None) -> bool:
+    """Whether ``err`` is the ``AssertionError`` the Triton interpreter's
+    ``tl.static_assert`` raises (its innermost frame is the interpreter's stand-in), not
+    an ``assert`` of the kernel's own."""
+    if not isinstance(err, AssertionError):
+        return False
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_name == "_new_static_assert"
 
 
 def _cut_before(message: str, at: str) -> str:

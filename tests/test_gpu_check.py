@@ -157,6 +157,48 @@ def test_a_config_whose_refusal_fails_is_not_compiled_for_the_gpu_its_trial_fail
         assert "skipped by the kernel" not in out, out
 
 
+#: A short kernel whose declaration sweeps a meta-parameter its Triton function lacks:
+#: the interpreter drops the keyword and runs, a GPU launch refuses it.
+LACKS_VEC = """
+import triton
+import triton.language as tl
+
+import sweeper
+
+
+@triton.jit
+def _halve(x, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 0.5, mask=offsets < n)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024, "VEC": 1},
+                reference=lambda x: x * 0.5)
+def halve(x, config):
+    _halve[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
+"""
+
+
+def test_a_meta_parameter_the_triton_function_lacks_fails_as_on_a_gpu(run_space, tmp_path):
+    """The interpreter drops a keyword the jitted function does not take (``VEC=``) and
+    measures every config; a GPU launch raises Triton's KeyError at every one.  The check
+    says so at the launch's line, not that the kernel cannot be compiled here, and each
+    config is the ``crashed`` trial a GPU run records, never measured."""
+    (tmp_path / "lacks_vec_kernel.py").write_text(LACKS_VEC)
+    rc, out, trials = run_space("lacks_vec_kernel:halve", study="lacks-vec")
+    header = next(line for line in out.splitlines() if line.startswith("gpu check:"))
+    assert "cannot be compiled for sm_90 here" not in header, header
+    assert header.startswith("gpu check: Triton's sm_90 launch refuses the kernel at "
+                             "lacks_vec_kernel.py:"), header
+    assert "Keyword argument VEC was specified but unrecognised" in header, header
+    assert "recorded as crashed as on a GPU" in header, header
+    assert [t["status"] for t in trials] == ["crashed"] * 4, trials
+    assert trials[0]["reason"].startswith("sm_90: KeyError: 'Keyword argument VEC was "
+                                          "specified but unrecognised' (at "
+                                          "lacks_vec_kernel.py:"), trials
+    assert "done: 0 measured, 4 failed" in out and rc != 0
+
+
 def test_a_good_kernel_compiles_once_for_the_gpu_and_is_measured_as_before(run_space):
     rc, out, trials = run_space("copy", "--timing")
     assert rc == 0

@@ -471,6 +471,31 @@ def test_plan_refuses_a_user_plugin_whose_module_is_missing_as_run_does(tmp_path
     assert _refused_run(tmp_path, capsys, str(space)) == expected
 
 
+def test_plan_refuses_a_missing_module_of_a_package_that_is_there_as_run_does(
+        tmp_path, capsys, monkeypatch):
+    """``kernel: mykern.rowsun:rowsum`` (a misspelt module of a package that is there):
+    plan used to plan it with a "not checked" note, counting the kernel's dimensions as
+    meta-parameters, where run refuses it; it is refused as run refuses it, the package
+    never imported.  A package whose ``__init__`` may make its modules (``__path__``,
+    ``sys.modules``) is left to run."""
+    monkeypatch.chdir(tmp_path)
+    package = tmp_path / "mykern_qa"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (package / "rowsum.py").write_text(USER_KERNEL)
+    space = tmp_path / "s.yaml"
+    space.write_text(TINY.replace("kernel: copy", "kernel: mykern_qa.rowsun:Marked"))
+    expected = (f"{space}:3: kernel: cannot load kernel 'mykern_qa.rowsun:Marked' "
+                "(module:attr path): No module named 'mykern_qa.rowsun'")
+    assert _plan(space, capsys) == (2, "", expected + "\n")
+    deeper = tmp_path / "deeper.yaml"
+    deeper.write_text(TINY.replace("kernel: copy", "kernel: mykern_qa.sub.rowsum:Marked"))
+    assert _plan(deeper, capsys)[2].endswith("No module named 'mykern_qa.sub'\n")
+    (package / "__init__.py").write_text("__path__.append('elsewhere')\n")
+    rc, out, _ = _plan(space, capsys)
+    assert rc == 0 and "not found on the path" in out
+
+
 def test_plan_refuses_a_kernel_that_is_no_module_path_without_importing(tmp_path, capsys,
                                                                           monkeypatch):
     (tmp_path / "not-a-module.py").write_text(USER_KERNEL)

@@ -361,6 +361,49 @@ def test_a_path_plugin_not_found_says_where_it_was_looked_for(user_module, tmp_p
                               f"named 'absentdep_qa' (at {imports}.py:1: import absentdep_qa)")
 
 
+def test_a_module_named_without_its_kernel_gets_the_kernels_it_declares(user_module,
+                                                                      tmp_path):
+    """``kernel: mykern.rowsum`` names a module, not what in it to load: the hint names
+    the kernels its source declares after a colon (``mykern.rowsum:rowsum``), read without
+    importing it, never ``mykern:rowsum`` (a dot read as the colon, which that package
+    does not bind); a module that declares none says what to add."""
+    package = tmp_path / f"pkg_{uuid.uuid4().hex[:8]}"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "rowsum.py").write_text(textwrap.dedent("""
+        import sweeper
+        from sweeper.kernels import Kernel
+        raise SystemExit("imported")
+
+
+        @sweeper.kernel(inputs={"x": "n"}, outputs=["x"], reference=lambda x: x)
+        def rowsum(x, config):
+            pass
+
+
+        class Other(Kernel):
+            pass
+
+
+        def helper():
+            pass
+        """))
+    with pytest.raises(SweeperError) as err:
+        plugins.find(plugins.KERNEL, f"{package.name}.rowsum")
+    assert str(err.value).endswith(f"; {package.name}.rowsum is a module "
+                                   f"({package.name}/rowsum.py): name the kernel in it after "
+                                   f"a colon: did you mean '{package.name}.rowsum:rowsum' or "
+                                   f"'{package.name}.rowsum:Other'?"), err.value
+    bare = user_module("def helper():\n    pass\n")
+    with pytest.raises(SweeperError) as err:
+        plugins.find(plugins.KERNEL, bare)
+    assert str(err.value).endswith(f"; {bare} is a module ({bare}.py): name the kernel in it "
+                                   f"after a colon ('{bare}:NAME')"), err.value
+    with pytest.raises(SweeperError, match=r"did you mean 'tests.kernels_for_tests:"
+                                           r"ReadsAGlobal'\?$"):   # a dot for the colon
+        plugins.find(plugins.KERNEL, "tests.kernels_for_tests.ReadsAGlobal")
+
+
 def test_a_path_plugin_that_fails_is_named_with_its_path(user_module):
     raises = user_module("raise RuntimeError('needs a GPU to import')\n")
     with pytest.raises(SweeperError) as err:

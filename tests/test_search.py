@@ -1084,6 +1084,23 @@ def test_budget_patience_and_target(tmp_path):
         parse_space("kernel: copy\nparams: {}\nbudget: {patience: 0}\n")
 
 
+def test_ab_says_what_it_measured_where_the_device_shrinks_the_problem(small_space,
+                                                                        tmp_path, monkeypatch,
+                                                                        capsys):
+    """On the interpreter a problem over its 16 KiB cap is measured smaller; the header
+    names the problem as asked (``footprint=1MiB``), so the next line says what was
+    measured instead, as ``run`` does, and the samples' file keeps it."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["ab", str(small_space), "--vary", "BLOCK=256,1024", "--device",
+                 "interpret", "-p", "footprint=1MiB"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("A/B on BLOCK with grid=sms block=32 dtype=float32 "
+                               "footprint=1MiB cache=cold fixed"), lines
+    assert lines[1] == "shrunk to fit 16KiB: footprint 1MiB → 16KiB", lines
+    data = json.loads(Path("studies/tiny-interpret-ab/BLOCK-256-vs-1024.json").read_text())
+    assert data["shrunk"] == "footprint 1MiB → 16KiB"
+
+
 def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_path,
                                                               monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

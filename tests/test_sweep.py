@@ -680,6 +680,47 @@ def test_a_resume_forced_after_the_kernel_changed_measures_its_configs_again(
     assert len(StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]) == 24
 
 
+def test_a_resume_forced_past_an_edit_estimates_the_configs_it_measures_again(
+        small_space, tmp_path, monkeypatch, capsys):
+    """Forced past an edit of its kernel, a resumed run measures again every config
+    measured only on the earlier source; its estimate counts those trials, as ``sweeper
+    plan --force`` does, not none ("estimated time: 3 s for 0 trials")."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    run = ["run", str(small_space), "--device", "interpret", "--no-report",
+           "--gpu-check", "off"]
+    assert main(run) == 0
+    measured = sum(t.ok for t in StudyStore(tmp_path / "studies" / "tiny-interpret")
+                   .records()[0])
+    assert measured > 0
+    monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
+    capsys.readouterr()
+    assert main([*run, "--force"]) == 0
+    out = capsys.readouterr().out
+    estimate = next(line for line in out.splitlines() if line.startswith("estimated time:"))
+    assert f" for {measured} trials " in estimate, estimate
+    assert f"done: {measured} measured" in out
+
+
+def test_an_estimate_with_no_part_of_a_second_has_no_empty_parentheses(
+        small_space, tmp_path, monkeypatch, capsys):
+    """A resume with nothing left to measure and no report, in a process already started
+    (the API's, a notebook's): every part of its estimate is under half a second, and the
+    line says so without an empty list ("(; sweeper plan says how)")."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    run = ["run", str(small_space), "--device", "interpret", "--no-report",
+           "--gpu-check", "off"]
+    assert main(run) == 0
+    capsys.readouterr()
+    assert main(run) == 0
+    estimate = next(line for line in capsys.readouterr().out.splitlines()
+                    if line.startswith("estimated time:"))
+    assert estimate == "estimated time: 0 s for 0 trials (sweeper plan says how)", estimate
+
+
 def test_a_source_changed_and_changed_back_measures_again_the_trials_that_name_none(
         tmp_path, monkeypatch, capsys):
     """A study whose kernel went from source A to B and back to A (each resume with

@@ -217,6 +217,32 @@ def _compile_errors(*compiles) -> list[tuple[TrialStatus, str]]:
     return [(TrialStatus(status), reason) for status, reason in printed]
 
 
+def test_an_interpreted_static_assert_is_the_compile_error_a_gpu_records():
+    """``tl.static_assert`` fails as the interpreter runs the body (a plain
+    ``AssertionError``), where a GPU's compiler refuses the config: the trial is the
+    ``compile_error`` the GPU records, with its message and the kernel's line, never a
+    crash; an ``assert`` of the kernel's own stays a crash."""
+    from sweeper.kernels._jit import jit
+
+    kernel = jit(_wrong_at_512_body, interpret=True)
+    with pytest.raises(Exception) as caught:
+        kernel[(1,)](torch.zeros(512), torch.zeros(512), 512, BLOCK=512)
+    status, reason = classify(caught.value)
+    line = _wrong_at_512_body.__code__.co_firstlineno + 2
+    assert (status, reason) == (
+        TrialStatus.COMPILE_ERROR, "CompileTimeAssertionFailure: BLOCK=512 is planted wrong "
+        f"(at test_trial.py:{line}: tl.static_assert(BLOCK != 512, \"BLOCK=512 is planted "
+        "wrong\"))")
+    interpreter_error = _named("InterpreterError")
+    try:
+        try:
+            raise AssertionError("the kernel's own")
+        except AssertionError as cause:
+            raise interpreter_error("the kernel's own") from cause
+    except interpreter_error as own:
+        assert classify(own)[0] is TrialStatus.CRASHED
+
+
 def test_a_compile_error_keeps_tritons_message_and_names_the_kernels_line():
     """Compiled for a GPU, a kernel wrong at BLOCK=512 only fails to compile there: the
     reason is Triton's message and the line of the user's file, not Triton's excerpt of

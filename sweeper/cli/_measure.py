@@ -34,6 +34,10 @@ def cmd_ab(args: argparse.Namespace) -> int:
     c = result.comparison
     fixed = held_text(result.fixed)
     print(f"A/B on {result.key} with {fixed} fixed; {device.facts().name}")
+    if result.shrunk is not None:
+        from sweeper.space import format_size
+
+        print(f"shrunk to fit {format_size(device.facts().max_footprint)}: {result.shrunk}")
     for label in (result.a, result.b):
         s = summarize(result.samples[label])
         print(f"  {result.key}={label}: median {s.median:.4g} ms, 95% CI [{s.ci_lo:.4g}, "

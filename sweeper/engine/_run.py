@@ -177,8 +177,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     limits = _header(say, space, device, facts, measure, store)
     check = _gpu_check(say, options, space, kernel, device, facts, clock,
                        bounded.budget.time_s)
-    clock.estimate_s = _estimate(say, options, space, device, clock, kept_trials, store,
-                                 bounded=bounded)
+    clock.estimate_s = _estimate(say, options, space, device, clock,
+                                 _done(store, kept_trials), store, bounded=bounded)
     for line in said:
         say(line)
     stop = StopFlag()
@@ -266,8 +266,20 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
         bounded = budgeted(space, options.trials, options.time_s)
     plan, _ = plan_of(bounded, device, shape)
     head, lead, seconds = estimate_words(plan, bounded.budget.time_s)
-    say(f"estimated time: {head} ({lead}{plan.parts_text()}; sweeper plan says how)")
+    parts = f"{lead}{plan.parts_text()}"       # none where every part is under 0.5 s
+    say(f"estimated time: {head} ({parts + '; ' if parts else ''}sweeper plan says how)")
     return seconds
+
+
+def _done(store: Any, kept: Sequence[Any]) -> list[Any]:
+    """The ``kept`` trials of the study in ``store`` that this run measures none of again:
+    those on the kernel source it records now (a resume forced past an edit measures the
+    configs of the earlier source again), as ``sweeper plan`` counts them."""
+    if not kept:
+        return []
+    from sweeper.winners import Sources
+
+    return Sources.of(store.study_meta()).done(kept)
 
 
 def resumed_shape(shape: Any, store: Any, kept: Sequence[Any]) -> Any:

@@ -35,7 +35,9 @@ A refusal is what the GPU run would make of it: where the representative is refu
 every trial is compiled for the target before it runs, and one the compiler refuses is
 recorded as a ``compile_error`` whose reason is the compiler's message and the kernel's
 ``file:line`` (:func:`~sweeper.trial.classify`, as a GPU worker words it), prefixed
-with the target, and never interpreted; so a kernel broken everywhere stops after its
+with the target, and never interpreted (a keyword the jitted function does not take,
+which the interpreter drops and a GPU launch refuses before compiling, is the ``crashed``
+trial a GPU run records); so a kernel broken everywhere stops after its
 first five configs failed alike, as on the GPU, and a config the compiler takes is
 measured on the interpreter as before (once one is, ``first`` stops checking).  A
 config the kernel turns down is never compiled: it is skipped by the kernel, as
@@ -96,6 +98,12 @@ from sweeper.trial import TrialResult, TrialStatus
 
 #: Where :func:`~sweeper.trial.classify` names the kernel's line, at a reason's end.
 _AT = re.compile(r" \(at (.+)\)$")
+#: Triton's refusal of a keyword its jitted function does not take (a meta-parameter the
+#: kernel declares but its ``@triton.jit`` function lacks, passed as ``**config.meta``):
+#: the interpreter drops such a keyword and runs, a GPU launch raises this at every
+#: config, which a GPU run records as ``crashed``.
+_UNKNOWN_KEYWORD = re.compile(r"KeyError: .Keyword argument \S+ was specified but "
+                              r"unrecogni[sz]ed")
 #: Seconds a forked compile may take before it is ended and the check skipped: a child
 #: forked from a process with threads can block on a lock one of them held at the fork.
 FORK_TIMEOUT_S = 120.0
@@ -195,6 +203,9 @@ class GpuCheck:
         self.cut = False
         #: why the check was skipped (``None``: it ran)
         self.skipped: str | None = None
+        #: the binaries whose launch Triton refuses before compiling (an unknown keyword):
+        #: ``crashed`` on a GPU, not a ``compile_error``
+        self.launch_refused: set[Hashable] = set()
 
     @classmethod
     def open(cls, kernel: Kernel, target_text: str, mode: str) -> tuple[GpuCheck | None, str]:
@@ -245,10 +256,14 @@ class GpuCheck:
             at = _AT.search(reason)
             where = f" at {at.group(1)}" if at else ""
             reason = reason[:at.start()] if at else reason
-            return (f"gpu check: the {self.target} compiler refuses the kernel{where} "
+            launch = binary_of(config) in self.launch_refused
+            who = f"Triton's {self.target} launch" if launch else \
+                f"the {self.target} compiler"
+            status = "crashed" if launch else "a compile_error"
+            return (f"gpu check: {who} refuses the kernel{where} "
                     f"({_named(config)}), which a GPU would not run: {reason}; each config "
                     f"is compiled for {self.target} before it runs, a refused one recorded "
-                    "as a compile_error as on a GPU")
+                    f"as {status} as on a GPU")
         what = "every binary is" if self.every else "one config was"
         return (f"gpu check: {what} compiled for {self.target} too "
                 f"({result.seconds:.2f} s; {given('gpu_check', 'off')} skips it)")
@@ -283,8 +298,10 @@ class GpuCheck:
             self.every = False            # the kernel compiles: back to one check
         if result.status is not Compile.FAILED:
             return None
+        status = TrialStatus.CRASHED if binary_of(config) in self.launch_refused else \
+            TrialStatus.COMPILE_ERROR
         return TrialRecord.from_result(
-            number, choice, config, TrialResult(TrialStatus.COMPILE_ERROR, result.reason),
+            number, choice, config, TrialResult(status, result.reason),
             started, time.perf_counter() - t0)
 
     def lines(self) -> list[str]:
@@ -306,9 +323,13 @@ class GpuCheck:
             wall = time.perf_counter() - t0
             self.seconds += wall
             self._walls.append(wall)
-            reason = f"{self.target}: {result.reason}" if result.status is Compile.FAILED \
+            status = result.status
+            if status is Compile.LEFT and _UNKNOWN_KEYWORD.match(result.reason):
+                status = Compile.FAILED                 # the kernel's fault, not this host's
+                self.launch_refused.add(binary)
+            reason = f"{self.target}: {result.reason}" if status is Compile.FAILED \
                 else result.reason
-            result = Precompiled(result.status, reason, wall, result.kernels)
+            result = Precompiled(status, reason, wall, result.kernels)
             if _ended(result, within_s):
                 return result           # ended at the deadline: a later run compiles it
             self.results[binary] = result
