@@ -136,10 +136,25 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None = None) 
     (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
     hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
     its space's options (``cuda``) is hashed from those the study's space recorded
-    (``options``, where the caller read them: :func:`recorded_options`)."""
+    (``options``, where the caller read them: :func:`recorded_options`).  Where the
+    study's recorded space no longer reads here (:func:`recorded_space`), that is said
+    instead, once: the check is not made, and what the export takes from the space is
+    left out (its footprint rule; its options too where the recorded text gives none)."""
     from sweeper.kernels import source_hash_now
 
     measured = measured_source(meta)
+    unread = recorded_space(meta)
+    if isinstance(unread, SweeperError):
+        unchecked = ("the source of its kernel is not checked against the one it measured, "
+                     "and " if measured is not None else "")
+        kept = options if options is not None else recorded_options(meta)
+        taken = "footprint rule" if kept else "options and footprint rule"   # options: its text's
+        warnings.warn(f"study {meta.study}: its space no longer reads here ({unread}): "
+                      f"{unchecked}what the export takes from it (the kernel's {taken}) is "
+                      "left out; run the export from the folder the study was run in, with "
+                      "the files its space names there", StaleTuningWarning,
+                      stacklevel=user_stacklevel())
+        return
     if measured is None:
         return
     now = source_hash_now(meta.kernel, recorded_options(meta) if options is None else options)
@@ -311,18 +326,27 @@ def _space_rule(meta: StudyMeta | None) -> Expr | None:
 
 
 def _recorded_space(meta: StudyMeta | None) -> Space | None:
-    """The space the study recorded (its ``space_text``), read again without user code
-    (its files relative to the space file it recorded); ``None`` where there is none or
-    it no longer reads (its ``.cu`` file gone)."""
+    """The space the study recorded (:func:`recorded_space`); ``None`` where there is none
+    or it no longer reads."""
+    space = recorded_space(meta)
+    return space if isinstance(space, Space) else None
+
+
+def recorded_space(meta: StudyMeta | None) -> Space | SweeperError | None:
+    """The space the study recorded (its ``space_text``), read again without user code,
+    its files from the folder the run read them from (``space_folder``; a study an older
+    sweeper wrote, from its ``space_path``'s folder, relative to the working folder), or
+    the error that reading raised (its ``.cu`` file gone, its kernel's module not on the
+    import path here); ``None`` where it recorded none."""
     from sweeper.space import parse_space
 
     if meta is None or not meta.space_text:
         return None
     try:
         return parse_space(meta.space_text, file=meta.space_path or "<space>",
-                           user_code=False)
-    except SweeperError:
-        return None
+                           user_code=False, folder=meta.space_folder or None)
+    except SweeperError as err:
+        return err
 
 
 def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
@@ -341,7 +365,8 @@ def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
         if not find(KERNEL, meta.kernel).builtin or not meta.space_text:
             return None
         options = recorded_kernel_options(meta.space_text,
-                                          file=meta.space_path or "<space>")
+                                          file=meta.space_path or "<space>",
+                                          folder=meta.space_folder or None)
     except SweeperError:
         return None
     return dict(options) or None

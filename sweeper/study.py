@@ -456,7 +456,8 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
     ``forced``)."""
     spec = device.measure_spec(space.measure)
     return {"fingerprint": dict(wanted), "kernel_source_hash": wanted["kernel_source"],
-            "device_note": device.note, "space_path": space.path, "space_text": space.text,
+            "device_note": device.note, "space_path": space.path,
+            "space_folder": space.folder, "space_text": space.text,
             "space_sha256": space.sha256,
             "measure": vars(spec), "measure_requested": vars(space.measure),
             "measure_text": spec.describe()}

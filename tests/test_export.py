@@ -491,3 +491,64 @@ def test_two_torch_ops_keep_their_own_entries_and_are_looked_up_by_op(tmp_path, 
                       r"the name given here\)"):
         assert tuned("torch-op", **asked).study == "g"          # an older sweeper's entry
     assert tuned("torch-op:torch.relu", **asked).study == "r2"
+def cuda_project(tmp_path):
+    """A project folder ``a`` holding spaces/x.yaml, a ``cuda`` space whose source,
+    ../kern/copy.cu, is relative to it, and a replay table of its two configs, and an empty
+    folder ``b``; the study is made from ``a`` with the space's relative path, as a user
+    types it: the run's arguments (its studies folder absolute)."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    project = tmp_path / "a"
+    (project / "spaces").mkdir(parents=True)
+    (project / "kern").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(ROOT / "examples" / "copy.cu", project / "kern" / "copy.cu")
+    (project / "spaces" / "x.yaml").write_text(
+        "study: x\n" + CUDA_SPACE.replace("source: copy.cu", "source: ../kern/copy.cu"))
+    rows = [f'{vec},128,cold,float32,"cdiv(n, block)",64,256,ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008))]
+    (project / "t.csv").write_text(
+        "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
+        "# kernel: cuda\nVEC,block,cache,dtype,grid,m,n,status,median_ms,"
+        "samples_ms\n" + "\n".join(rows) + "\n")
+    return ["run", "spaces/x.yaml", "--device", "replay:t.csv", "--study", "x",
+            "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
+
+
+def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
+        tmp_path, monkeypatch, capsys):
+    """A study records the space file's path as its command named it, relative to the
+    folder that ran it, and the folder its files were read from, absolute: an export run
+    from another folder reads the ``.cu`` file the run read, so its entries keep the
+    kernel's options and footprint rule, and an edit of that file is told, never skipped
+    without a word; where the file is gone, one line says what the export leaves out."""
+    from sweeper.cli import main
+
+    run = cuda_project(tmp_path)
+    monkeypatch.chdir(tmp_path / "a")
+    assert main(run) == 0
+    monkeypatch.chdir(tmp_path / "b")
+    export = ["export", "x", "--studies-dir", "../st", "-o", "tuning.json"]
+    capsys.readouterr()
+    assert main(export) == 0
+    assert capsys.readouterr().err == ""
+    [entry] = json.loads((tmp_path / "b" / "tuning.json").read_text())["entries"]
+    assert entry["kernel_options"]["source"] == str(tmp_path / "a" / "kern" / "copy.cu")
+    assert entry["footprint_expr"] == "m * n * itemsize"
+    cu = tmp_path / "a" / "kern" / "copy.cu"
+    cu.write_text(cu.read_text() + "// edited\n")
+    assert main(export) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the source of cuda changed since the study" in err
+    cu.unlink()
+    assert main(export) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"sweeper: warning: study x: its space no longer reads here (spaces/x.yaml:4: "
+        f"kernel.source: no file {cu}; ") and err.endswith(
+        "the source of its kernel is not checked against the one it measured, and what the "
+        "export takes from it (the kernel's footprint rule) is left out; run "
+        "the export from the folder the study was run in, with the files its space names "
+        "there\n")

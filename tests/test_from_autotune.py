@@ -324,6 +324,27 @@ def test_a_prune_that_raises_says_its_whole_message_on_one_line(tmp_path, capsys
     assert rc != 0 and said in out.out + out.err, out
 
 
+def test_debug_prints_the_prune_s_own_error_for_every_config_it_failed(tmp_path, capsys,
+                                                                      monkeypatch):
+    """A prune that raises is asked once a problem, and each listed config's trial fails
+    with it: under ``--debug`` every one of them shows the traceback of the prune's own
+    error, then the failed refusal raised from it, as a failed ``refuse=`` shows."""
+    from sweeper.errors import DEBUG_ENV
+
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    rc = main(["--debug", "run", "--from-autotune", f"{HOOKED}:prune_fails", "--device",
+               "interpret", "--studies-dir", str(tmp_path), "--no-report", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc != 0 and err.count("sweeper --debug: a trial of ") == 2, err
+    for trial in err.split("sweeper --debug: a trial of ")[1:]:
+        assert trial.count("Traceback (most recent call last):\n") == 2, trial
+        assert "\nValueError: no configs for this n_elements\nsee the table in the docs\n" \
+            "\nThe above exception was the direct cause of the following exception:\n" \
+            in trial, trial
+        assert "sweeper.errors.RefusalFailed: _times_two's prune_configs_by raised " \
+            "ValueError: " in trial, trial
+
+
 def test_a_prune_that_raises_for_one_problem_fails_its_configs_and_measures_the_rest(
         tmp_path, capsys):
     """A prune with a bug past 1024 elements: the 2 configs of n_elements=2048 fail as

@@ -779,6 +779,32 @@ def test_a_problem_the_kernel_cannot_allocate_is_recorded_and_the_sweep_goes_on(
                    "TypeError: bug in allocate)" in err
 
 
+def test_debug_prints_the_traceback_of_a_trial_whose_inputs_failed_to_allocate(
+        tmp_path, monkeypatch, capsys):
+    """``--debug`` shows the traceback of a trial that crashed allocating its inputs (the
+    kernel's ``allocate`` raised) as it shows a failed launch's: the trial named, then
+    the kernel's own error; a run without ``--debug`` shows none."""
+    from sweeper.errors import DEBUG_ENV
+    from sweeper.kernels.copy import CopyKernel
+
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    space = tmp_path / "s.yaml"
+    space.write_text("study: s\nkernel: copy\nsampler: exhaustive\nparams:\n"
+                     "  grid: [sms]\n  block: [32, 64]\n  BLOCK: [256]\n  dtype: [float32]\n"
+                     "  footprint: [4KiB]\nmeasure: {warmup: 1, repeat: 3}\n")
+
+    def allocate(self, problem, device):
+        raise TypeError("bug in allocate")
+    monkeypatch.setattr(CopyKernel, "allocate", allocate)
+    rc = main(["--debug", "run", str(space), "--device", "interpret", "--studies-dir",
+               str(tmp_path), "--quiet", "--no-report"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("Traceback (most recent call last):\n") == 2, err
+    assert "sweeper --debug: a trial of grid=" in err and " block=64 BLOCK=256 failed " \
+        "(crashed):\nTraceback (most recent call last):\n" in err, err
+    assert 'raise TypeError("bug in allocate")\nTypeError: bug in allocate\n' in err, err
+
+
 def test_a_config_the_kernel_refuses_in_its_own_words_is_skipped_by_the_kernel(
         tmp_path, monkeypatch, capsys):
     """A config the kernel's own ``refusal`` turns down (whatever its words: a BLOCK it

@@ -128,6 +128,26 @@ def test_a_worker_without_a_space_joins_a_study_whose_space_extends_another(tmp_
     assert {t.config.block for t in trials} == {128, 256}
 
 
+def test_a_worker_without_a_space_joins_from_another_folder_than_the_study_s_run(
+        tmp_path, monkeypatch, capsys):
+    """A study made with its space file's relative path (``sweeper worker spaces/x.yaml``
+    run in the project's folder) is joined by a worker without a space run from another
+    folder: the ``.cu`` file the space names relative to itself is read where the first
+    worker read it, not from the working folder."""
+    from tests.test_export import cuda_project
+
+    run = cuda_project(tmp_path)
+    table = f"replay:{tmp_path / 'a' / 't.csv'}"
+    common = ["--study", "x", "--studies-dir", str(tmp_path / "st"), "--device", table]
+    monkeypatch.chdir(tmp_path / "a")
+    assert main(["worker", run[1], *common, "--trials", "1"]) == 0
+    monkeypatch.chdir(tmp_path / "b")
+    capsys.readouterr()
+    assert main(["worker", *common]) == 0, capsys.readouterr().err
+    assert "stopped: complete: every valid config tried" in capsys.readouterr().out
+    assert len(StudyStore(tmp_path / "st" / "x").records()[0]) == 2
+
+
 def test_copy_study_moves_a_study_to_the_database_and_back(postgres_url, tmp_path,
                                                           monkeypatch, capsys):
     monkeypatch.chdir(ROOT)

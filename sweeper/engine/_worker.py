@@ -106,7 +106,7 @@ def _space_of(options: WorkerOptions, store: Storage) -> tuple[Any, Any]:
     meta = store.study_meta()
     os.environ.update(device_class(options.device).sets_env)
     space = parse_space(str(meta.space_text), file=str(meta.space_path),
-                        default_study=options.study)
+                        default_study=options.study, folder=meta.space_folder or None)
     device = open_device(options.device)
     device.check_space(space)
     return space, device

@@ -196,7 +196,8 @@ class ShortKernel(Kernel):
         from the arguments a launch on buffers allocated for it passes);
         :class:`~sweeper.errors.RefusalFailed` for each listed config of a problem where
         it raised, or where the launch asked for its arguments failed before it reached
-        the autotuned function (the reason says which)."""
+        the autotuned function (the reason says which), raised from what the user's code
+        raised, so that ``--debug`` shows each config's trial that error."""
         hooks = self.autotune_hooks
         if hooks is None or hooks.autotuner is None:
             return None
@@ -211,8 +212,8 @@ class ShortKernel(Kernel):
             except RefusalFailed as err:    # the user's launch or prune: it says which
                 self._kept[config.problem] = err
         found = self._kept[config.problem]
-        if isinstance(found, RefusalFailed):
-            raise RefusalFailed(str(found))
+        if isinstance(found, RefusalFailed):      # each config's own, from the user's error
+            raise RefusalFailed(str(found)) from found.__cause__
         kept, note = found
         if row in kept:
             return None

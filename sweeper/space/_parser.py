@@ -158,27 +158,31 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study",
-                user_code: bool = True) -> Space:
+                user_code: bool = True, folder: str | Path | None = None) -> Space:
     """The space in YAML ``text`` (called ``file`` in errors), checked as a file is; a
     text a study recorded of a file with ``extends:`` is read merged, as it was
     (:func:`~sweeper.space._files.load_recorded`).  ``user_code=False``: as
-    :func:`load_space`'s, no plugin that is not built in is imported."""
+    :func:`load_space`'s, no plugin that is not built in is imported.  ``folder``: where
+    its relative file names are read from (a study's recorded ``space_folder``), else
+    ``file``'s folder, from the working folder where ``file`` is relative."""
     data, where = load_recorded(text, file)
-    return _Parser(file, where, user_code).space(data, text, default_study)
+    return _Parser(file, where, user_code, folder).space(data, text, default_study)
 
 
-def recorded_kernel_options(text: str, *, file: str = "<space>"
+def recorded_kernel_options(text: str, *, file: str = "<space>",
+                            folder: str | Path | None = None
                             ) -> tuple[tuple[str, str], ...]:
     """The options the space in YAML ``text`` (called ``file``) gives its kernel, as
-    :func:`parse_space` reads them (a relative file resolved against ``file``'s folder,
-    a declared default standing in for an option not given), but not checked against
+    :func:`parse_space` reads them (a relative file resolved against ``folder``, else
+    ``file``'s folder; a declared default standing in for an option not given), but not
+    checked against
     what is there now: the space a study recorded names the ``.cu`` file it ran, which
     may have been moved or deleted since, and its options still say which kernel the
     study measured.  ``()`` for a kernel named without options; a
     :class:`~sweeper.errors.SpaceError` where the text names no kernel, or options it
     does not declare.  No user code is imported."""
     data, where = load_recorded(text, file)
-    parser = _Parser(file, where, user_code=False)
+    parser = _Parser(file, where, user_code=False, folder=folder)
     value = data.get("kernel") if isinstance(data, dict) else None
     if value is None:
         raise parser.error("", "missing key 'kernel'; give a built-in name or module:attr")
@@ -199,8 +203,10 @@ class _Parser:
     kernel_cls: type[KernelDeclaration]
 
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
-                 user_code: bool = True) -> None:
+                 user_code: bool = True, folder: str | Path | None = None) -> None:
         self.file = file
+        #: where the relative file names written in ``file`` itself are read from
+        self.folder = Path(folder) if folder else Path(file).parent.absolute()
         self.where = dict(where)
         #: Off: no plugin that is not built in is imported (``sweeper plan``).
         self.user_code = user_code
@@ -294,8 +300,8 @@ class _Parser:
             study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
             axes=tuple(axes), order=order, constraints=constraints, measure=measure,
             ties=tuple(self.ties), shape=self.shape, budget=budget,
-            path=self.file, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(),
-            content_sha256=content)
+            path=self.file, folder=str(self.folder), text=text,
+            sha256=hashlib.sha256(text.encode()).hexdigest(), content_sha256=content)
 
     def kernel(self, name: Any, params: Any, path: str = "kernel") -> type[KernelDeclaration]:
         """The class declaring the kernel's meta-parameters and defaults, from the plugin
@@ -947,7 +953,9 @@ class _Parser:
                                  f"string of 1 to {MAX_OPTION} characters, or a mapping or "
                                  f"list of up to {MAX_STRUCTURED} ({declared[key]})")
             resolve = getattr(kernel, "resolve_option", lambda key, value, folder: value)
-            option = resolve(key, option, Path(self.origin(path).file).parent)
+            written = self.origin(path).file          # this file, or one it extends
+            option = resolve(key, option,
+                             self.folder if written == self.file else Path(written).parent)
             problem = kernel.option_problem(key, option, imports=self.user_code) \
                 if checked else None
             if problem is not None:

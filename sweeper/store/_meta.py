@@ -56,7 +56,12 @@ class StudyMeta:
     kernel_name: str = ""
     created: str = ""
     command: str = ""
+    #: the space file as its command named it (relative to the folder that ran it)
     space_path: str = ""
+    #: the folder, absolute, its relative file names were read from
+    #: (:attr:`~sweeper.core.Space.folder`); empty in a study an older sweeper wrote,
+    #: whose ``space_path`` is read from the working folder
+    space_folder: str = ""
     space_text: str = ""
     space_sha256: str = ""
     headline: str = "gbps"

@@ -97,8 +97,11 @@ class Bench:
         this device (:meth:`~sweeper.kernels.Kernel.cannot_launch`: an int32 index that
         would wrap, a variant the GPU lacks) is invalid, with its reason; one whose
         refusal failed (a ``refuse=`` or ``prune_configs_by`` with a bug; a kernel's own
-        ``refusal`` or ``int32_reach`` that raised) failed too, saying how (under ``--debug``
-        with its traceback, as a trial that ran: :func:`~sweeper.trial.debug_failure`)."""
+        ``refusal`` or ``int32_reach`` that raised) failed too, saying how, and so does one
+        whose inputs could not be allocated (out of memory, or the kernel's ``allocate``
+        raised), each under ``--debug`` with its traceback, as a trial that ran
+        (:func:`~sweeper.trial.debug_failure`); a problem the kernel's ``allocate``
+        refuses (a ``ValueError``) is invalid, with its reason."""
         try:
             refusal = self.kernel.cannot_launch(config, self.device.torch_device)
         except RefusalFailed as err:
@@ -114,10 +117,12 @@ class Bench:
         try:
             sets = self.buffer_sets(config)
         except torch.cuda.OutOfMemoryError as err:
+            debug_failure(config, TrialStatus.OUT_OF_RESOURCES, err)
             return TrialResult(TrialStatus.OUT_OF_RESOURCES, f"allocating the inputs: {err}")
         except ValueError as err:      # the kernel refuses this problem (a matmul's non-square)
             return TrialResult(TrialStatus.INVALID, f"{ALLOCATING}{err}")
         except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
+            debug_failure(config, TrialStatus.CRASHED, err)
             return TrialResult(TrialStatus.CRASHED,
                                f"allocating the inputs: {type(err).__name__}: {err}")
         generator = torch.Generator(device=self.device.torch_device)
