@@ -394,10 +394,31 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,
               "study": meta.study, "driver": env.get("driver") or recorded.get("driver", ""),
               "created": recorded.get("created") or meta.created,
-              "space_sha256": meta.space_sha256}
+              "space_sha256": meta.space_sha256, **_shrink_header(meta)}
     target = Path(path)
     write_table(target, header, params, rows)
     return target, len(rows), len(ran) - len(trials)
+
+
+def _shrink_header(meta: StudyMeta) -> dict[str, Any]:
+    """The replay table's header lines for a study measured under a cap on footprints
+    (the interpreter's): ``max_footprint``, which a replay shrinks by as the study did,
+    and ``shrunk``, what each problem asked for was measured as (the rows keep the sizes
+    asked, their timings are those of the problem measured); none where there was no
+    cap."""
+    from sweeper.space import shrunk_problems
+
+    cap = meta.environment.get("max_footprint") or \
+        (meta.environment.get("recorded") or {}).get("max_footprint")
+    if not cap:
+        return {}
+    space, env = _recorded_space(meta), meta.environment
+    shrunk = () if space is None else shrunk_problems(
+        space, {"sms": int(env.get("sms") or 1), "l2_bytes": int(env.get("l2_bytes") or 0)},
+        int(cap))
+    dtypes = len({s.dtype for s in shrunk}) > 1
+    return {"max_footprint": cap,
+            **({"shrunk": "; ".join(s.describe(dtypes) for s in shrunk)} if shrunk else {})}
 
 
 __all__ = [

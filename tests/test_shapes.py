@@ -212,6 +212,13 @@ def test_a_shaped_study_reports_exports_and_replays_by_dimension(tmp_path, capsy
                 for t in StudyStore(tmp_path / "studies" / "again").records()[0]}
     assert replayed == {(t.choice["M"], t.choice["BLOCK_N"]): t.stats.median
                         for t in trials}
+    # the 4096 x 2048 x 8192 rows hold timings of 64 x 32 x 128: the table says the cap,
+    # and the replay shrinks as the study did, so its rates are the study's (they were
+    # the asked problem's bytes over the shrunk one's time, ~10^5 x too high)
+    assert "# max_footprint: 16384\n" in (tmp_path / "t.csv").read_text()
+    rates = {(t.choice["M"], t.choice["BLOCK_N"]): t.gbps
+             for t in StudyStore(tmp_path / "studies" / "again").records()[0]}
+    assert rates == {(t.choice["M"], t.choice["BLOCK_N"]): t.gbps for t in trials}
 
 
 def test_the_cap_keeps_powers_of_two_and_others_apart():
