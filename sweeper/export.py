@@ -400,6 +400,35 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
     return target, len(rows), len(ran) - len(trials)
 
 
+def _space_as_run(meta: StudyMeta) -> Space | None:
+    """The study's recorded space with its problem's axes (``dtype`` and the size axes)
+    as the run had them (a ``-p footprint=1MiB`` replaced the text's), read without user
+    code; ``None`` where it no longer reads, or its problem's axes cannot be made the
+    run's (a ``-p`` on a zipped axis): what the study asked for is then not told, rather
+    than told wrong."""
+    from sweeper.space import parse_space
+
+    space = _recorded_space(meta)
+    if space is None:
+        return None
+
+    def differing(s: Space) -> list[str]:
+        return [n for n in ("dtype", *s.sizes)
+                if [str(x) for x in s.axis(n).labels] != [str(x) for x in meta.axes.get(n, ())]]
+
+    changed = differing(space)
+    if not changed:
+        return space
+    try:
+        space = parse_space(meta.space_text or "", file=meta.space_path or "<space>",
+                            user_code=False, overrides=[
+                                f"{n}=[{', '.join(map(str, meta.axes.get(n, ())))}]"
+                                for n in changed])
+    except SweeperError:
+        return None
+    return None if differing(space) else space
+
+
 def _shrink_header(meta: StudyMeta) -> dict[str, Any]:
     """The replay table's header lines for a study measured under a cap on footprints
     (the interpreter's): ``max_footprint``, which a replay shrinks by as the study did,
@@ -412,7 +441,7 @@ def _shrink_header(meta: StudyMeta) -> dict[str, Any]:
         (meta.environment.get("recorded") or {}).get("max_footprint")
     if not cap:
         return {}
-    space, env = _recorded_space(meta), meta.environment
+    space, env = _space_as_run(meta), meta.environment
     shrunk = () if space is None else shrunk_problems(
         space, {"sms": int(env.get("sms") or 1), "l2_bytes": int(env.get("l2_bytes") or 0)},
         int(cap))

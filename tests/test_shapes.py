@@ -272,3 +272,20 @@ def test_problems_that_would_shrink_to_one_stay_apart_where_their_order_allows()
     ran = {configs[i]["footprint"]: space.resolve(configs[i], FACTS, 16 << 10).problem.footprint
            for i in range(len(configs))}
     assert ran == {"1GiB": 8 << 10, "4GiB": 16 << 10, "4KiB": 4 << 10}
+
+
+def test_a_replay_tables_shrunk_line_names_the_sizes_the_run_asked(tmp_path, monkeypatch):
+    """A run's ``-p footprint=1MiB`` replaces the space's 16KiB: the table's ``shrunk``
+    line reads the space as the run had it (it read the text as written, where 16KiB
+    shrinks not at all, and said nothing of the 1MiB measured as 16KiB)."""
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "small.yaml"
+    space.write_text("study: small\nkernel: copy\nsampler: exhaustive\nparams:\n"
+                     "  grid: [sms]\n  block: [128]\n  BLOCK: [1024]\n  dtype: [float32]\n"
+                     "  footprint: [16KiB]\nmeasure: {warmup: 1, repeat: 2, stop: fixed}\n")
+    assert main(["run", str(space), "--device", "interpret", "--quiet", "--no-report",
+                 "-p", "footprint=1MiB"]) == 0
+    assert main(["export", "small-interpret", "--format", "csv", "--output", "t.csv"]) == 0
+    header = [line for line in (tmp_path / "t.csv").read_text().splitlines()
+              if line.startswith("#")]
+    assert header[-2:] == ["# max_footprint: 16384", "# shrunk: footprint 1MiB → 16KiB"]

@@ -158,12 +158,13 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study",
-                user_code: bool = True) -> Space:
+                user_code: bool = True, overrides: Sequence[str | Override] = ()) -> Space:
     """The space in YAML ``text`` (called ``file`` in errors), checked as a file is; a
     text a study recorded of a file with ``extends:`` is read merged, as it was
     (:func:`~sweeper.space._files.load_recorded`).  ``user_code=False``: as
-    :func:`load_space`'s, no plugin that is not built in is imported."""
-    data, where = load_recorded(text, file)
+    :func:`load_space`'s, no plugin that is not built in is imported; ``overrides``: as
+    :func:`load_space`'s (the axes a run's ``-p`` replaced)."""
+    data, where = override(*load_recorded(text, file), overrides)
     return _Parser(file, where, user_code).space(data, text, default_study)
 
 
