@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from typing import Any, ClassVar
 
 import pytest
@@ -199,6 +200,19 @@ def test_a_shaped_study_reports_exports_and_replays_by_dimension(tmp_path, capsy
     block_n = int(re.search(r"BLOCK_N=(\d+)", tuned).group(1))
     assert "tuned at M=64 N=32 K=128" in tuned                  # the nearest tuned shape
     assert f"grid={2 * -(-30 // block_n)} " in tuned     # its grid at the dims asked for
+    # the entry measured 64 x 32 x 128 says so, and that it was asked as 4096 x 2048 x
+    # 8192, which a lookup finds exactly (it found the shrunk problem only, and warned far)
+    shrunk = next(e for e in entries if e["dims"]["M"] == 64)
+    assert shrunk["dims"] == {"M": 64, "N": 32, "K": 128}
+    assert shrunk["asked_dims"] == {"M": 4096, "N": 2048, "K": 8192}
+    assert shrunk["asked_footprint"] == 4096 * 8192 * 2 and shrunk["footprint"] == 64 * 128 * 2
+    assert "asked_dims" not in next(e for e in entries if e["dims"]["M"] == 48)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["tuned", "matmul", "--dtype", "float16", "--dims", "M=4096,N=2048,K=8192",
+                     "--gpu", "Triton interpreter (CPU)", "--tuning", "tuning.json"]) == 0
+    assert ("tuned at M=64 N=32 K=128 for the asked M=4096 N=2048 K=8192, shrunk to fit its "
+            "device (exact)") in capsys.readouterr().out
     assert main(["tuned", "matmul", "--dims", "M=6O"]) == 2
     assert "--dims: 'M=6O' is not NAME=SIZE" in capsys.readouterr().err
 
