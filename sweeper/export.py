@@ -12,6 +12,7 @@ space named it by), and the kernel's source by the hash the study measured it wi
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -19,6 +20,7 @@ import os
 import re
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -45,6 +47,7 @@ from sweeper.tuning import (
 from sweeper.winners import UNFINISHED, Pick, Sources, Winners
 
 if TYPE_CHECKING:
+    from sweeper.core import Shrunk
     from sweeper.kernels import Kernel
 
 #: The files that are a study's record (and its lock), which no export may write over.
@@ -216,11 +219,12 @@ def export_study(store: Storage, path: str | Path | None = None
     tops = problem_tops(won)
     rule = footprint_rule(won.meta.kernel, meta=won.meta)   # read once: a user kernel's source
     options = recorded_options(won.meta)
+    asked = _asked_of(won.meta)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
                       export_fields(pick.agreement, by_number), rule_for(rule, key.problem),
-                      options)
+                      options, asked(pick.trial))
                for key, pick in won.picks.items()]
     target = tuning_path(path)
     output_file(store, target)               # a device or a folder: refused before work
@@ -233,7 +237,8 @@ def export_study(store: Storage, path: str | Path | None = None
 
 def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
            top: list[TopConfig], agreement: dict[str, Any], rule: str | None,
-           options: dict[str, str] | None = None) -> TuningEntry:
+           options: dict[str, str] | None = None,
+           asked: Problem | None = None) -> TuningEntry:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
     the report does; the sweep's median and rate are kept under their own names, and the
@@ -241,7 +246,9 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
     ``unfinished``: the problem's final has not run yet, and ``note`` says so;
     ``agreement``: the fields of :func:`sweeper.consensus.export_fields`; ``rule``: the
     kernel's footprint rule over the problem's dimensions (:func:`rule_for`);
-    ``options``: those the kernel is built from (:func:`recorded_options`)."""
+    ``options``: those the kernel is built from (:func:`recorded_options`); ``asked``:
+    the problem the space asked for, where the device measured ``problem`` in its place
+    (:func:`_asked_of`)."""
     t, env = pick.trial, meta.environment
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
@@ -261,7 +268,8 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         cache=problem_of(t).cache,
         note=UNFINISHED if unfinished else None, headline=headline,
         rate=t.rate(headline, pick.median_ms), top=top, source_hash=measured_source(meta),
-        tuned=t.started or None, **agreement)
+        tuned=t.started or None, asked_dims=None if asked is None else dict(asked.dims),
+        asked_footprint=None if asked is None else asked.footprint, **agreement)
 
 
 def measured_source(meta: StudyMeta) -> str | None:
@@ -419,10 +427,88 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
               "l2_bytes": env.get("l2_bytes", ""), "kernel": meta.kernel,
               "study": meta.study, "driver": env.get("driver") or recorded.get("driver", ""),
               "created": recorded.get("created") or meta.created,
-              "space_sha256": meta.space_sha256}
+              "space_sha256": meta.space_sha256, **_shrink_header(meta)}
     target = Path(path)
     write_table(target, header, params, rows)
     return target, len(rows), len(ran) - len(trials)
+
+
+def _shrunk_of(meta: StudyMeta) -> tuple[int | None, Space | None, tuple[Shrunk, ...]]:
+    """The cap on footprints the study's device measured under (the interpreter's;
+    ``None``: none), its recorded space, and each problem of that space the cap shrank
+    (:func:`~sweeper.space.shrunk_problems`; none where the space no longer reads)."""
+    from sweeper.space import shrunk_problems
+
+    env = meta.environment
+    cap = env.get("max_footprint") or (env.get("recorded") or {}).get("max_footprint")
+    if not cap:
+        return None, None, ()
+    space = _space_as_run(meta)
+    return int(cap), space, () if space is None else shrunk_problems(
+        space, {"sms": int(env.get("sms") or 1), "l2_bytes": int(env.get("l2_bytes") or 0)},
+        int(cap))
+
+
+def _space_as_run(meta: StudyMeta) -> Space | None:
+    """The study's recorded space with its problem's axes (``dtype`` and the size axes)
+    as the run had them (a ``-p footprint=1MiB`` replaced the text's), read without user
+    code; ``None`` where it no longer reads, or its problem's axes cannot be made the
+    run's (a ``-p`` on a zipped axis): what the study asked for is then not told, rather
+    than told wrong."""
+    from sweeper.space import parse_space
+
+    space = _recorded_space(meta)
+    if space is None:
+        return None
+
+    def differing(s: Space) -> list[str]:
+        return [n for n in ("dtype", *s.sizes)
+                if [str(x) for x in s.axis(n).labels] != [str(x) for x in meta.axes.get(n, ())]]
+
+    changed = differing(space)
+    if not changed:
+        return space
+    try:
+        space = parse_space(meta.space_text or "", file=meta.space_path or "<space>",
+                            user_code=False, folder=meta.space_folder or None, overrides=[
+                                f"{n}=[{', '.join(map(str, meta.axes.get(n, ())))}]"
+                                for n in changed])
+    except SweeperError:
+        return None
+    return None if differing(space) else space
+
+
+def _asked_of(meta: StudyMeta) -> Callable[[TrialRecord], Problem | None]:
+    """For a trial of the study, the problem its space asked for where the device's cap
+    measured a smaller one (``rows=64 cols=1000``, where ``rows=16 cols=255`` was
+    measured), else ``None``."""
+    from sweeper.core._problem import SizeError
+
+    _, space, shrunk = _shrunk_of(meta)
+    if space is None or not shrunk:
+        return lambda t: None
+    sizes = space.sizes
+    by_labels: dict[tuple[str, tuple[str, ...]], Problem] = {}
+    for s in shrunk:
+        with contextlib.suppress(SizeError):     # it was asked and shrunk: it reads
+            by_labels[s.dtype, s.labels] = space.shape.problem(
+                s.dtype, dict(s.asked), None, by_footprint="footprint" in sizes)
+    return lambda t: by_labels.get((t.config.problem.dtype if t.config else "",
+                                    tuple(str(t.choice.get(n, "")) for n in sizes)))
+
+
+def _shrink_header(meta: StudyMeta) -> dict[str, Any]:
+    """The replay table's header lines for a study measured under a cap on footprints
+    (the interpreter's): ``max_footprint``, which a replay shrinks by as the study did,
+    and ``shrunk``, what each problem asked for was measured as (the rows keep the sizes
+    asked, their timings are those of the problem measured); none where there was no
+    cap."""
+    cap, _, shrunk = _shrunk_of(meta)
+    if cap is None:
+        return {}
+    dtypes = len({s.dtype for s in shrunk}) > 1
+    return {"max_footprint": cap,
+            **({"shrunk": "; ".join(s.describe(dtypes) for s in shrunk)} if shrunk else {})}
 
 
 __all__ = [

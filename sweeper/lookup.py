@@ -146,8 +146,8 @@ class Tuning:
         matched = self._matched(kernel, dtype, dims, gpu, capability, option,
                                 (cache, cache_option))
         asked: Mapping[str, int] = dims if dims is not None else {"footprint": footprint or 1}
-        problems = [self.entries[i].dims if dims is not None else
-                    {"footprint": self.entries[i].footprint} for i in matched.indices]
+        problems = [_problem_of(self.entries[i], asked, by_dims=dims is not None)
+                    for i in matched.indices]
         at, near = nearest(problems, asked)
         index = matched.indices[at]
         entry = self.entries[index]
@@ -539,12 +539,28 @@ def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype
     return None, {k: v for k, v in sizes.items() if v is not None}
 
 
+def _problem_of(entry: TuningEntry, asked: Mapping[str, int], *, by_dims: bool
+                ) -> Mapping[str, int]:
+    """The problem ``entry`` was tuned at, as a lookup of ``asked`` (by its dimensions
+    where ``by_dims``, else by its footprint) measures its distance: the problem it
+    measured, or ``asked`` itself where that is the problem its space asked for and the
+    device measured smaller (:attr:`TuningEntry.asked`), which it was tuned for."""
+    if (dict(asked) == entry.asked_dims) if by_dims else \
+            (asked["footprint"] == entry.asked_footprint):
+        return asked
+    return entry.dims if by_dims else {"footprint": entry.footprint}
+
+
 def describe(config: TunedConfig) -> str:
     """One line: the launch config, the kernel's headline rate where it was tuned (and
     that it was measured warm, the L2 not flushed, where it was), and how far that is
     from the problem asked for."""
     meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
     tuned_at = Problem(config.dtype, config.footprint, tuple(config.dims.items())).describe()
+    if config.asked_footprint is not None:      # measured shrunk (the interpreter's cap)
+        asked = Problem(config.dtype, config.asked_footprint,
+                        tuple((config.asked_dims or {}).items())).describe()
+        tuned_at += f" for the asked {asked}, shrunk to fit its device"
     near = "exact" if config.distance == 0 else \
         f"nearest, log2 distance {config.distance:.3g}{'; far' if config.far else ''}"
     warm = " warm (L2 not flushed)" if config.cache == "warm" else ""

@@ -161,6 +161,12 @@ class TuningEntry(LaunchConfig, Record):
     #: source, entry, reference ...; ``torch-op``'s op), as its study's space gave them,
     #: so a lookup hashes its source now as the run did; none for any other kernel
     kernel_options: dict[str, str] | None = None
+    #: the problem the study's space asked for, where its device measured a smaller one
+    #: (the interpreter's cap on footprints): its dimensions and footprint; ``dims`` and
+    #: ``footprint`` are the problem measured, and a lookup of the asked problem finds
+    #: the entry as exact
+    asked_dims: dict[str, Any] | None = None
+    asked_footprint: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The entry as the tuning file holds it: a field left unset (``None``) is left out."""
@@ -237,8 +243,14 @@ class TuningEntry(LaunchConfig, Record):
                 "(the most programs a CUDA launch takes)"
         counts = [("footprint", data["footprint"], 1),
                   *((f"dims.{k}", v, 1) for k, v in dims.items()),
-                  *((f"facts.{k}", v, 0) for k, v in facts.items() if v is not None)]
+                  *((f"facts.{k}", v, 0) for k, v in facts.items() if v is not None),
+                  *((f"asked_dims.{k}", v, 1)
+                    for k, v in (data.get("asked_dims") or {}).items()),
+                  *((("asked_footprint", data["asked_footprint"], 1),)
+                    if data.get("asked_footprint") is not None else ())]
         return (_names_problem("dims", dims, "a dimension's") or
+                _names_problem("asked_dims", data.get("asked_dims") or {},
+                               "a dimension's") or
                 _footprint_rule_problem(data.get("footprint_expr"), dims) or
                 next((p for key, value, least in counts
                       if (p := _count_problem(key, value, least))), None) or

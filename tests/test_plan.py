@@ -1485,3 +1485,34 @@ def test_a_spaces_report_is_priced_from_its_own_last_report_not_anothers(
 
     shape = run_shape(load_space(path), device, report=True, startup=True)
     assert shape.costs.report_s == 1.5
+
+
+def test_plan_and_run_say_what_the_shrink_rules_out(write_space, tmp_path, capsys):
+    """On the interpreter a constraint over a dimension reads the shrunk size (cols 1000
+    measured as 255): ``BLOCK <= cols`` rules out 4 configs there, 2 at the size asked;
+    ``plan`` and ``run`` say the shrink and that difference, where both said nothing of
+    it before."""
+    path = str(write_space("""
+        study: rowwise
+        kernel: softmax
+        sampler: exhaustive
+        params:
+          grid: [rows]
+          block: [128]
+          BLOCK: [64, 128, 256, 512, 1024, 2048]
+          rows: [64]
+          cols: [1000]
+          dtype: [float32]
+        constraints: ["BLOCK <= cols"]
+        """))
+    said = ("constraints and values read the shrunk sizes: they rule out 4 configs "
+            "(2 at the sizes asked)")
+    assert main(["plan", path, "--device", "interpret"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  shrunk to fit 16KiB: rows 64 → 16, cols 1000 → 255" in lines, lines
+    assert f"  {said}" in lines, lines
+    assert main(["run", path, "--device", "interpret", "--trials", "1", "--no-report",
+                 "--studies-dir", str(tmp_path / "st")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("shrunk to fit 16KiB: rows 64 → 16, cols 1000 → 255")
+    assert lines[at + 1] == said, lines

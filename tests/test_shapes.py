@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from typing import Any, ClassVar
 
 import pytest
@@ -199,6 +200,19 @@ def test_a_shaped_study_reports_exports_and_replays_by_dimension(tmp_path, capsy
     block_n = int(re.search(r"BLOCK_N=(\d+)", tuned).group(1))
     assert "tuned at M=64 N=32 K=128" in tuned                  # the nearest tuned shape
     assert f"grid={2 * -(-30 // block_n)} " in tuned     # its grid at the dims asked for
+    # the entry measured 64 x 32 x 128 says so, and that it was asked as 4096 x 2048 x
+    # 8192, which a lookup finds exactly (it found the shrunk problem only, and warned far)
+    shrunk = next(e for e in entries if e["dims"]["M"] == 64)
+    assert shrunk["dims"] == {"M": 64, "N": 32, "K": 128}
+    assert shrunk["asked_dims"] == {"M": 4096, "N": 2048, "K": 8192}
+    assert shrunk["asked_footprint"] == 4096 * 8192 * 2 and shrunk["footprint"] == 64 * 128 * 2
+    assert "asked_dims" not in next(e for e in entries if e["dims"]["M"] == 48)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["tuned", "matmul", "--dtype", "float16", "--dims", "M=4096,N=2048,K=8192",
+                     "--gpu", "Triton interpreter (CPU)", "--tuning", "tuning.json"]) == 0
+    assert ("tuned at M=64 N=32 K=128 for the asked M=4096 N=2048 K=8192, shrunk to fit its "
+            "device (exact)") in capsys.readouterr().out
     assert main(["tuned", "matmul", "--dims", "M=6O"]) == 2
     assert "--dims: 'M=6O' is not NAME=SIZE" in capsys.readouterr().err
 
@@ -212,6 +226,13 @@ def test_a_shaped_study_reports_exports_and_replays_by_dimension(tmp_path, capsy
                 for t in StudyStore(tmp_path / "studies" / "again").records()[0]}
     assert replayed == {(t.choice["M"], t.choice["BLOCK_N"]): t.stats.median
                         for t in trials}
+    # the 4096 x 2048 x 8192 rows hold timings of 64 x 32 x 128: the table says the cap,
+    # and the replay shrinks as the study did, so its rates are the study's (they were
+    # the asked problem's bytes over the shrunk one's time, ~10^5 x too high)
+    assert "# max_footprint: 16384\n" in (tmp_path / "t.csv").read_text()
+    rates = {(t.choice["M"], t.choice["BLOCK_N"]): t.gbps
+             for t in StudyStore(tmp_path / "studies" / "again").records()[0]}
+    assert rates == {(t.choice["M"], t.choice["BLOCK_N"]): t.gbps for t in trials}
 
 
 def test_the_cap_keeps_powers_of_two_and_others_apart():
@@ -265,3 +286,20 @@ def test_problems_that_would_shrink_to_one_stay_apart_where_their_order_allows()
     ran = {configs[i]["footprint"]: space.resolve(configs[i], FACTS, 16 << 10).problem.footprint
            for i in range(len(configs))}
     assert ran == {"1GiB": 8 << 10, "4GiB": 16 << 10, "4KiB": 4 << 10}
+
+
+def test_a_replay_tables_shrunk_line_names_the_sizes_the_run_asked(tmp_path, monkeypatch):
+    """A run's ``-p footprint=1MiB`` replaces the space's 16KiB: the table's ``shrunk``
+    line reads the space as the run had it (it read the text as written, where 16KiB
+    shrinks not at all, and said nothing of the 1MiB measured as 16KiB)."""
+    monkeypatch.chdir(tmp_path)
+    space = tmp_path / "small.yaml"
+    space.write_text("study: small\nkernel: copy\nsampler: exhaustive\nparams:\n"
+                     "  grid: [sms]\n  block: [128]\n  BLOCK: [1024]\n  dtype: [float32]\n"
+                     "  footprint: [16KiB]\nmeasure: {warmup: 1, repeat: 2, stop: fixed}\n")
+    assert main(["run", str(space), "--device", "interpret", "--quiet", "--no-report",
+                 "-p", "footprint=1MiB"]) == 0
+    assert main(["export", "small-interpret", "--format", "csv", "--output", "t.csv"]) == 0
+    header = [line for line in (tmp_path / "t.csv").read_text().splitlines()
+              if line.startswith("#")]
+    assert header[-2:] == ["# max_footprint: 16384", "# shrunk: footprint 1MiB → 16KiB"]

@@ -334,4 +334,6 @@ class Device(abc.ABC):
             "sweeper": __version__, "host": socket.gethostname(),
             "platform": platform.platform(),
             "env": recorded_env(),
+            **({"max_footprint": facts.max_footprint}
+               if facts.max_footprint is not None else {}),
         }

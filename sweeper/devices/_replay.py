@@ -4,7 +4,9 @@
 STUDY --format csv`` wrote: one column per parameter, named and labelled as in the
 space file, then ``status``, ``median_ms`` and ``samples_ms`` (space-separated raw
 samples), and where a config failed, ``reason``: why, as its trial recorded it.  Lines
-starting with ``#`` carry the recorded GPU's facts.  Samplers and the whole pipeline can
+starting with ``#`` carry the recorded GPU's facts, and ``max_footprint`` where that
+device capped problems (the interpreter): the rows' sizes are those asked, measured
+shrunk under it, and the replay shrinks them the same way.  Samplers and the whole pipeline can
 then be tested and compared without a GPU.
 
 The table is also a spreadsheet's: a cell that would start a formula (a label
@@ -45,7 +47,7 @@ RESERVED = (*MEASURED, "reason")
 #: times faster than possible.  Every median in the recorded H200 tables is >= 0.0075 ms.
 MIN_MS = 1e-4
 #: Header facts that must be whole numbers, and the least each may be.
-NUMERIC_FACTS = {"sms": 1, "l2_bytes": 0}
+NUMERIC_FACTS = {"sms": 1, "l2_bytes": 0, "max_footprint": 1}
 
 
 class ReplayDevice(Device):
@@ -70,7 +72,8 @@ class ReplayDevice(Device):
                      "no kernel is launched")
         self._facts = DeviceFacts(name=f"replay: {self.header.get('gpu', '?')}",
                                   sms=int(self.header.get("sms", 1)),
-                                  l2_bytes=int(self.header.get("l2_bytes", 0)))
+                                  l2_bytes=int(self.header.get("l2_bytes", 0)),
+                                  max_footprint=_cap(self.header))
         self.params = [c for c in self.columns if c not in RESERVED]
 
     def facts(self) -> DeviceFacts:
@@ -138,6 +141,15 @@ class ReplayDevice(Device):
         env.update(gpu=self._facts.name, recorded=dict(self.header),
                    **self.planned_environment())
         return env
+
+
+def _cap(header: Mapping[str, str]) -> int | None:
+    """The cap on footprints the recorded device measured under (``max_footprint``, the
+    interpreter's), which the replay keeps: each row's sizes are those its space asked
+    for, and its timings those of the problem the cap shrank them to, so a replay shrinks
+    them the same way and computes its rates over the problem measured."""
+    cap = header.get("max_footprint")
+    return int(cap) if cap else None
 
 
 def implied_axes(meta_params: Mapping[str, Any], columns: Sequence[str]

@@ -439,6 +439,9 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     shrunk = shrunk_line(space, facts)
     if shrunk:
         say(shrunk)
+        ruled = shrink_ruled_line(space, facts)
+        if ruled:
+            say(ruled)
     how = "replayed from the table" if device.replays else (
         f"first run timed apart, verified, {measure.describe()}; "
         f"{cache_text(space.axis('cache').labels, device)}")
@@ -532,6 +535,28 @@ def shrunk_line(space: Any, facts: Any) -> str | None:
     dtypes = len({s.dtype for s in shrunk}) > 1
     return (f"shrunk to fit {format_size(facts.max_footprint)}: " +
             "; ".join(s.describe(dtypes) for s in shrunk))
+
+
+def shrink_ruled_line(space: Any, facts: Any) -> str | None:
+    """``constraints and values read the shrunk sizes: they rule out 4 configs (2 at the
+    sizes asked)``: where the device's cap shrinks a problem, how many configs the
+    constraints and computed values rule out at the sizes measured against at the sizes
+    the space asks for (problems merged by the shrink not counted); ``None`` where the
+    two are the same.  The sizes measured are those the kernel launches at, so they are
+    the ones a constraint that protects a launch must hold at."""
+    from sweeper.core._model import merged
+    from sweeper.space import Invalid
+    from sweeper.study import resolved
+
+    def ruled(cap: int | None) -> int:
+        return sum(isinstance(out, Invalid) and not merged(str(out))
+                   for _, out in resolved(space, facts.env(), cap))
+
+    shrunk, asked = ruled(facts.max_footprint), ruled(None)
+    if shrunk == asked:
+        return None
+    return (f"constraints and values read the shrunk sizes: they rule out "
+            f"{counted(shrunk, 'config')} ({asked} at the sizes asked)")
 
 
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,

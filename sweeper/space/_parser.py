@@ -158,14 +158,16 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study",
-                user_code: bool = True, folder: str | Path | None = None) -> Space:
+                user_code: bool = True, folder: str | Path | None = None,
+                overrides: Sequence[str | Override] = ()) -> Space:
     """The space in YAML ``text`` (called ``file`` in errors), checked as a file is; a
     text a study recorded of a file with ``extends:`` is read merged, as it was
     (:func:`~sweeper.space._files.load_recorded`).  ``user_code=False``: as
     :func:`load_space`'s, no plugin that is not built in is imported.  ``folder``: where
     its relative file names are read from (a study's recorded ``space_folder``), else
-    ``file``'s folder, from the working folder where ``file`` is relative."""
-    data, where = load_recorded(text, file)
+    ``file``'s folder, from the working folder where ``file`` is relative;
+    ``overrides``: as :func:`load_space`'s (the axes a run's ``-p`` replaced)."""
+    data, where = override(*load_recorded(text, file), overrides)
     return _Parser(file, where, user_code, folder).space(data, text, default_study)
 
 
