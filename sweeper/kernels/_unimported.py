@@ -81,11 +81,12 @@ _NO_NAMES: Mapping[str, Any] = MappingProxyType({})
 
 class ImportRefused(Exception):
     """What importing a kernel's module would raise, its declaration refused: the
-    :class:`SweeperError` (``error``) and where in the module (``at``, as
+    error ``sweeper.kernel`` raises (a :class:`SweeperError`, or another where a value
+    is not of a type it expects) and where in the module (``at``, as
     :func:`~sweeper.errors.user_line` names it), which the plugin loader words as it words
     a failed import (:func:`sweeper.plugins.unchecked_kernel`)."""
 
-    def __init__(self, error: SweeperError, at: str) -> None:
+    def __init__(self, error: Exception, at: str) -> None:
         super().__init__(str(error))
         self.error, self.at = error, at
 
@@ -116,8 +117,8 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     plugin is imported).  A ``sweeper.kernel`` declaration whose every keyword and launch
     can be read is checked as importing it checks it
     (:meth:`~sweeper.kernels._short_form.Declaration.checked`); one that is wrong raises
-    :class:`ImportRefused`, carrying the :class:`SweeperError` importing it would raise and
-    the line it would name; where it cannot be checked so, its attributes say why
+    :class:`ImportRefused`, carrying the error importing it would raise and the line it
+    would name; where it cannot be checked so, its attributes say why
     (``unchecked_declaration``)."""
     module, _, attr = target.partition(":")
     found = module_file(module)
@@ -151,7 +152,7 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     at = call.lineno if isinstance(node, ast.FunctionDef) else getattr(node, "lineno", 0)
     try:
         declared = reader.short_kernel(target, name, call, given[0] if given else node)
-    except SweeperError as err:
+    except Exception as err:  # noqa: BLE001  what sweeper.kernel raises, importing would
         raise ImportRefused(err, f"{file.name}:{at}: {statement(reader.lines, at)}") from None
     if reader.launches_cuda(given[0] if given else None):
         declared.attrs["needs_gpu"] = True
