@@ -433,11 +433,12 @@ rowsum = sweeper.kernel(launch, inputs={"x": "rows, cols"}, outputs={"y": "rows"
     (ROWSUM, 'grid="rows"', 'grid="rows", tolerance={"fp17": (1e-3, 1e-5)}'),
     (ROWSUM, 'grid="rows"', 'grid="rows", headline="fast"'),
     (ROWSUM, 'grid="rows"', 'grid="rows", dtype=["float32"]'),
+    (ROWSUM, 'grid="rows"', 'grid="rows", autotuned=5'),
     (ROWSUM_CALLED, "def launch(x, y, config)", "def launch(inp, y, config)"),
     (ROWSUM_CALLED, 'grid="rows"', 'grid="row"'),
 ], ids=["launch-parameter", "launch-keyword", "launch-missing", "reference", "grid", "dims",
         "footprint", "meta", "output-shape", "tolerance", "headline", "dtype-list",
-        "called-launch", "called-grid"])
+        "autotuned-literal", "called-launch", "called-grid"])
 def test_plan_refuses_a_declaration_as_run_does(module, tmp_path, capsys, source, old, new):
     """A mistake in a declaration that importing the module refuses is refused by plan,
     which reads the module's source, with run's message and exit status: its launch's

@@ -615,7 +615,8 @@ class _Reader:
         """What ``autotuned=`` names, as :func:`autotune_declaration` reads it: the
         ``configs`` and ``key`` of the ``@triton.autotune`` decorating that function (or
         the ``triton.autotune(...)(fn)`` call it is), and whether it gives a
-        ``post_hook`` (refused as the imported declaration refuses it)."""
+        ``post_hook`` (refused as the imported declaration refuses it); a literal as it
+        is."""
         if isinstance(node, ast.Name) and node.id in self.bound:
             node = self.bound[node.id]
         calls = node.decorator_list if isinstance(node, ast.FunctionDef) else \
@@ -629,6 +630,8 @@ class _Reader:
                                        base_fn=SimpleNamespace(__name__=_function(node)),
                                        user_defined_post_hook=any(
                                            k.arg == "post_hook" for k in call.keywords))
+        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set)):
+            return self.read(node)          # no autotuner: refused as importing refuses it
         raise NotLiteral
 
 
