@@ -7,9 +7,10 @@ The CLI prints a ``SweeperError`` as one line and exits with status 2, or with i
 
 from __future__ import annotations
 
+import linecache
 import os
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 #: Set (to ``1``) by ``sweeper --debug``, in the environment its worker processes inherit:
 #: a failed trial prints its traceback to stderr besides recording its reason.
@@ -32,8 +33,64 @@ def user_line(err: BaseException) -> str | None:
         if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
             continue
         return f"{os.path.basename(frame.filename)}:{frame.lineno}: " \
-            f"{without_comment(frame.line)}"
+            f"{statement(linecache.getlines(frame.filename), frame.lineno or 0, frame.line)}"
     return None
+
+
+#: The most characters of a statement a reason quotes (:func:`statement`).
+STATEMENT_MAX = 160
+_OPENS, _CLOSES = tuple("([{"), tuple(")]}")
+
+
+def statement(lines: Sequence[str], lineno: int, line: str = "") -> str:
+    """The whole logical statement of source ``lines`` that line ``lineno`` (from 1) is
+    part of, on one line: a call spread over several lines quoted whole, each line
+    stripped, joined by a space (none after an opening bracket or before a closing one),
+    comments left out (:func:`without_comment`), at most :data:`STATEMENT_MAX` characters
+    (a longer one cut, ending in ``…``).  Where the statement cannot be told (the source
+    does not read as Python up to it), ``line`` (else the line ``lineno``) alone."""
+    import io
+    import tokenize
+
+    alone = line or (lines[lineno - 1] if 0 < lineno <= len(lines) else "")
+    extent: tuple[int, int] | None = None
+    comments: dict[int, int] = {}                  # line -> where its comment starts
+    first: int | None = None
+    skipped = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+               tokenize.ENCODING)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO("".join(
+                text if text.endswith("\n") else text + "\n" for text in lines)).readline):
+            if token.type == tokenize.COMMENT:
+                comments[token.start[0]] = token.start[1]
+            if first is None and token.type in skipped:
+                continue
+            first = token.start[0] if first is None else first
+            if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                if first <= lineno <= token.start[0]:
+                    extent = (first, token.start[0])
+                if first >= lineno:
+                    break
+                first = None
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    if extent is None or extent[0] == extent[1] or not 0 < extent[0] <= len(lines):
+        return _capped(without_comment(alone))
+    parts: list[str] = []
+    for number in range(extent[0], min(extent[1], len(lines)) + 1):
+        text = lines[number - 1].rstrip("\r\n")
+        text = text[:comments[number]] if number in comments else text
+        text = text.strip().removesuffix("\\").strip()
+        if not text:
+            continue
+        if parts and not parts[-1].endswith(_OPENS) and not text.startswith(_CLOSES):
+            parts.append(" ")
+        parts.append(text)
+    return _capped("".join(parts))
+
+
+def _capped(text: str) -> str:
+    return text if len(text) <= STATEMENT_MAX else text[:STATEMENT_MAX - 1] + "…"
 
 
 def without_comment(line: str) -> str:

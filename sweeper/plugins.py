@@ -420,13 +420,20 @@ def load(kind: Kind, name: str) -> Plugin:
         at = _where(err)
         # a syntax error's own text ends with "(file, line N)": say it once, as file:line
         message = err.msg if isinstance(err, SyntaxError) and at else str(err)
-        raise SweeperError(f"cannot load {found}: importing "
-                           f"{found.target.partition(':')[0]} raised {type(err).__name__}: "
-                           f"{message}{f' (at {at})' if at else ''}") from err
+        raise _import_raised(found, err, message, at) from err
     problem = kind.check(obj)
     if problem is not None:
         raise SweeperError(f"cannot load {found}: {found.target} {problem}")
     return Plugin(obj, found)
+
+
+def _import_raised(found: Found, err: BaseException, message: str, at: str | None
+                   ) -> SweeperError:
+    """Why plugin ``found`` could not be loaded, importing its module raised ``err``
+    (``message``, at the user's line ``at``): as ``run`` says it on importing the module,
+    and as ``plan`` says it on reading the module's source (a declaration refused)."""
+    return SweeperError(f"cannot load {found}: importing {found.target.partition(':')[0]} "
+                        f"raised {type(err).__name__}: {message}{f' (at {at})' if at else ''}")
 
 
 def _cannot_load(found: Found, err: ImportError | AttributeError) -> SweeperError:
@@ -604,10 +611,13 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
     :class:`Kernel`'s.  Its ``unread`` names what could not be read."""
     from sweeper.core._model import LAUNCH_AXES, PROBLEM_AXES
     from sweeper.kernels._base import Kernel, MetaParam
-    from sweeper.kernels._unimported import read_declaration
+    from sweeper.kernels._unimported import ImportRefused, read_declaration
 
     found = find(KERNEL, name)
-    read = read_declaration(found.target, name) if not found.builtin else None
+    try:
+        read = read_declaration(found.target, name) if not found.builtin else None
+    except ImportRefused as refused:            # as importing the module would refuse it
+        raise _import_raised(found, refused.error, str(refused.error), refused.at) from None
     attrs: dict[str, Any] = dict(read.attrs) if read is not None else {}
     dims = attrs.get("dims", Kernel.dims)
     names: list[str] = []

@@ -25,8 +25,8 @@ from sweeper.errors import (
     ReferenceFailed,
     RefusalFailed,
     one_line,
+    statement,
     user_line,
-    without_comment,
 )
 from sweeper.escape import cut
 from sweeper.kernels import Buffers, Kernel
@@ -311,16 +311,16 @@ _CUDA_ADVICE = re.compile(r"\s+(?:Search for `cudaError|CUDA kernel errors might
 def compile_line(err: BaseException) -> str | None:
     """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: where Triton's compile error ``err``
     (a ``CompilationError``: the kernel's source and the node at fault) points in the
-    user's file (its trailing comment left out, as :func:`~sweeper.errors.user_line`
-    leaves it), the jitted function found in the traceback of the compile (Triton's own
-    frames hold it); the line within the kernel (``line 5 of the kernel: ...``) where that
-    cannot be found, and ``None`` where the error names no node."""
+    user's file (its whole statement, as :func:`~sweeper.errors.user_line` quotes it), the
+    jitted function found in the traceback of the compile (Triton's own frames hold it);
+    the line within the kernel (``line 5 of the kernel: ...``) where that cannot be found,
+    and ``None`` where the error names no node."""
     src, node = getattr(err, "src", None), getattr(err, "node", None)
     lineno = getattr(node, "lineno", None)
     if not isinstance(src, str) or not isinstance(lineno, int):
         return None
     lines = src.split("\n")
-    text = without_comment(lines[lineno - 1]) if 0 < lineno <= len(lines) else ""
+    text = statement(lines, lineno)
     tb = err.__traceback__
     while tb is not None:
         jit = getattr(tb.tb_frame.f_locals.get("self"), "fn", None)

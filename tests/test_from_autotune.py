@@ -454,7 +454,8 @@ def test_a_post_hook_is_refused_at_its_declaration(tmp_path, monkeypatch, capsys
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and rule in err and "Traceback" not in err
         assert "(at posthooked.py:11: K = sweeper.kernel(lambda x, config: None, name='k', " \
-               "inputs={'x': 'n'},)" in err
+               "inputs={'x': 'n'}, outputs=['x'], reference=lambda x: x, autotuned=body))" \
+               in err
         assert not (tmp_path / "studies").exists()
         (tmp_path / "space.yaml").write_text("from_autotune: posthooked:K\n")
         assert main(["plan", "space.yaml", "--device", "interpret"]) == 2

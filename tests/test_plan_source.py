@@ -391,3 +391,82 @@ def test_plan_leaves_a_name_the_module_may_bind_unseen_to_run(module, tmp_path, 
     name, marker = module(SHORT + "\nimport sys\n" + binds + "\n")
     _, _, err = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwsie"))
     assert "has no attribute" not in err and not marker.exists()
+
+
+ROWSUM = MARK + '''
+import sweeper
+
+
+@sweeper.kernel(inputs={"x": "rows, cols"}, outputs={"y": "rows"},
+                reference=lambda x: x.sum(1), dims={"rows": 64, "cols": 128},
+                meta={"BLOCK": 128}, grid="rows",
+                footprint_bytes="rows * cols * itemsize")
+def rowsum(x, y, config):
+    pass
+'''
+
+ROWSUM_CALLED = MARK + '''
+import sweeper
+
+
+def launch(x, y, config):
+    pass
+
+
+rowsum = sweeper.kernel(launch, inputs={"x": "rows, cols"}, outputs={"y": "rows"},
+                        reference=lambda x: x.sum(1), dims={"rows": 64, "cols": 128},
+                        meta={"BLOCK": 128}, grid="rows",  # a comment left out
+                        footprint_bytes="rows * cols * itemsize")
+'''
+
+
+@pytest.mark.parametrize("source, old, new", [
+    (ROWSUM, "def rowsum(x, y, config)", "def rowsum(inp, y, config)"),
+    (ROWSUM, "def rowsum(x, y, config)", "def rowsum(x, y, config, *, scale: float, shift=0.5)"),
+    (ROWSUM, "def rowsum(x, y, config)", "def rowsum(x, config)"),
+    (ROWSUM, "reference=lambda x: x.sum(1)", "reference=lambda inp: inp.sum(1)"),
+    (ROWSUM, 'grid="rows"', 'grid="row"'),
+    (ROWSUM, 'dims={"rows": 64, "cols": 128},', ""),
+    (ROWSUM, 'footprint_bytes="rows * cols * itemsize")', ")"),
+    (ROWSUM, 'meta={"BLOCK": 128}', 'meta={"BLOCK": "x"}'),
+    (ROWSUM, 'outputs={"y": "rows"}', 'outputs={"y": "rows, k"}'),
+    (ROWSUM, 'grid="rows"', 'grid="rows", tolerance={"fp17": (1e-3, 1e-5)}'),
+    (ROWSUM, 'grid="rows"', 'grid="rows", headline="fast"'),
+    (ROWSUM, 'grid="rows"', 'grid="rows", dtype=["float32"]'),
+    (ROWSUM, 'grid="rows"', 'grid="rows", autotuned=5'),
+    (ROWSUM_CALLED, "def launch(x, y, config)", "def launch(inp, y, config)"),
+    (ROWSUM_CALLED, 'grid="rows"', 'grid="row"'),
+], ids=["launch-parameter", "launch-keyword", "launch-missing", "reference", "grid", "dims",
+        "footprint", "meta", "output-shape", "tolerance", "headline", "dtype-list",
+        "autotuned-literal", "called-launch", "called-grid"])
+def test_plan_refuses_a_declaration_as_run_does(module, tmp_path, capsys, source, old, new):
+    """A mistake in a declaration that importing the module refuses is refused by plan,
+    which reads the module's source, with run's message and exit status: its launch's
+    parameters that cannot take the tensors (plan said nothing), a grid= naming no
+    dimension (plan blamed a params.grid the file does not give), a declaration without
+    dims= (plan and run named different first errors)."""
+    assert old in source
+    name, marker = module(source.replace(old, new))
+    text = SPACE.format(kernel=f"{name}:rowsum")
+    rc, out, planned = _plan(tmp_path, capsys, text)
+    assert not marker.exists()
+    ran = main(["run", str(tmp_path / "s.yaml"), "--device", "interpret", "--studies-dir",
+                str(tmp_path / "studies")])
+    said = capsys.readouterr().err
+    sys.modules.pop(name, None)
+    assert ran == 2 and said.count("\n") == 1 and "Traceback" not in said, said
+    assert (rc, out, planned) == (2, "", said)
+    assert not (tmp_path / "studies").exists()
+
+
+def test_plan_says_which_checks_of_a_declaration_it_could_not_make(module, tmp_path, capsys):
+    """A launch under another decorator (``@triton.jit`` stacked below, which importing
+    refuses) is what only running the module makes: plan says, in its note, that it did
+    not make the checks importing the module makes, and why."""
+    name, marker = module(ROWSUM.replace("def rowsum(", "@triton.jit\ndef rowsum("))
+    rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowsum"))
+    line = (tmp_path / f"{name}.py").read_text().splitlines().index("@triton.jit") + 2
+    assert rc == 0 and not marker.exists()
+    assert ("but not its checks of values, nor the checks importing it makes of its "
+            f"declaration (its launch rowsum at {name}.py:{line}, decorated by more than "
+            "sweeper.kernel): the estimate") in out, out

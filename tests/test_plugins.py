@@ -448,7 +448,8 @@ def test_a_user_module_that_fails_to_import_is_named_at_its_line(user_module, te
     assert said.format(name=name) in str(err.value)
     if "sweeper.kernel" in text:
         assert str(err.value).endswith(f"(at {name}.py:3: K = sweeper.kernel(lambda x, "
-                                       "config: None, name='k', inputs={'x': 'n'},)")
+                                       "config: None, name='k', inputs={'x': 'n'}, "
+                                       "outputs=['x'], reference=lambda x: x))")
 
 
 @pytest.mark.parametrize(("text", "code"), [

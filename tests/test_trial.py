@@ -115,6 +115,36 @@ def test_a_reason_cut_to_its_500_characters_ends_in_an_ellipsis_before_the_line(
                            '* 40))')
 
 
+def test_a_statement_over_several_lines_is_quoted_whole_on_one_line():
+    """A call spread over lines was quoted by its first line alone (``k[(g,)](x, y,``);
+    the reason quotes the whole statement, joined on one line, its comments left out, a
+    long one capped at 160 characters ending in "…", in a compile error's line as in a
+    crash's."""
+    from types import SimpleNamespace
+
+    from sweeper.errors import statement
+
+    err = _named("CompilationError")("bad")
+    err.error_message = "bad"                  # type: ignore[attr-defined]
+    err.src = ("def k(x):\n    y = tl.load(x,  # the input\n"          # type: ignore[attr-defined]
+               "                mask=m,\n                other=0)\n    return y\n")
+    err.node = SimpleNamespace(lineno=3)      # type: ignore[attr-defined]
+    assert classify(err)[1] == ("CompilationError: bad (at line 3 of the kernel: "
+                                "y = tl.load(x, mask=m, other=0))")
+    try:
+        f = None
+        f(1,  # a note
+          2)                                  # type: ignore[misc]
+    except TypeError as caught:
+        line = caught.__traceback__.tb_lineno if caught.__traceback__ else 0
+        reason = classify(caught)[1]
+    assert reason.endswith(f"(at test_trial.py:{line}: f(1, 2))"), reason
+    long = ["call(" + "argument, " * 10 + "\n", "     " + "argument, " * 10 + ")\n"]
+    assert statement(long, 2) == ("call(" + "argument, " * 20).strip()[:159] + "…"
+    assert statement(["x = 1  # one\n", "y = (2,\n", "     3)\n"], 1) == "x = 1"
+    assert statement(["(unclosed,\n"], 1) == "(unclosed,"
+
+
 def test_an_interpreter_error_and_a_crash_with_no_line_are_capped_by_the_same_rule():
     """The interpreter's error (its cause raised in the user's code) and a crash with no
     user line keep 500 characters like every other reason, a cut message ending in "…"

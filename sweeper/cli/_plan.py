@@ -214,11 +214,14 @@ def _unimported_note(space: Any) -> str:
     turned_down = "" if refusal is None else \
         f" nor which configs {refusal} turns down (counted here among those it would measure)"
     unread = getattr(read, "unread", ())
+    declaration = getattr(read, "unchecked_declaration", None)    # checked as imported, else
+    checks = "" if declaration is None else \
+        f", nor the checks importing it makes of its declaration ({declaration})"
     if not unread:
         return (f"{head}; its declaration was read from its source (dimensions "
                 f"{', '.join(space.shape.names)}; meta-parameters {meta}; options "
                 f"{', '.join(read.options) or 'none'}), but not its checks of values"
-                f"{turned_down}: {tail}")
+                f"{checks}{turned_down}: {tail}")
     return (f"{head}: its meta-parameters ({meta}) and their values, and its defaults for "
             f"axes the file leaves out (the base Kernel's were used where its source "
             f"could not be read: {'; '.join(unread)}){turned_down.replace(' nor', ', and')}; "

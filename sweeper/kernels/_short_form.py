@@ -75,6 +75,13 @@ class Declaration:
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
+        attrs = self.attributes(launch)
+        return type(f"Short_{attrs['name'].replace('-', '_')}", (ShortKernel,), attrs)
+
+    def attributes(self, launch: Callable[..., Any], *, sourced: bool = True
+                   ) -> dict[str, Any]:
+        """The class attributes :meth:`build` gives the kernel, each part checked; without
+        ``sourced``, its source (what identifies its version) left unread."""
         if not callable(launch):
             raise SweeperError(f"sweeper.kernel: launch must be a function (tensors..., "
                                f"config), got {type(launch).__name__}")
@@ -83,7 +90,7 @@ class Declaration:
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
         attrs: dict[str, Any] = {"name": name, **self.declares(name)}
-        plan = attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]))
+        plan = attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]), sourced=sourced)
         if isinstance(plan.inputs, Mapping):    # a factory's: checked as it makes them
             refuse_launch_args(name, plan, (*plan.inputs, *(
                 n for n, spec in plan.outputs.items() if spec is not None)),
@@ -101,7 +108,7 @@ class Declaration:
                                                       attrs["dims"])
         attrs["__module__"] = getattr(launch, "__module__", __name__)
         attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
-        return type(f"Short_{name.replace('-', '_')}", (ShortKernel,), attrs)
+        return attrs
 
     def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """:meth:`build`, and the names ``grid=`` reads checked against what the kernel
@@ -110,15 +117,31 @@ class Declaration:
         names its meta-parameters, where a space's ``cuda`` kernel takes them from the
         space's axes after it is built."""
         built = self.build(launch)
+        self.check_grid(built.name, built.dims, built.meta_params)
+        return built
+
+    def checked(self, launch: Callable[..., Any]) -> dict[str, Any]:
+        """Every check :meth:`checked_build` makes, in its order, nothing built: the
+        attributes it would give (its source unread).  ``sweeper plan`` checks a
+        declaration read from its module's source with it (:mod:`._unimported`), the
+        launch and the functions it is given stood in for by their signatures, so that a
+        mistake is refused by the same check, in the same words, as importing it would."""
+        attrs = self.attributes(launch, sourced=False)
+        self.check_grid(attrs["name"], attrs["dims"], attrs["meta_params"])
+        return attrs
+
+    def check_grid(self, name: str, dims: Mapping[str, Dim],
+                   meta: Mapping[str, MetaParam]) -> None:
+        """Refuse a ``grid=`` expression that reads a name kernel ``name`` does not
+        declare (``dims``, ``meta``, the launch and fact names)."""
         if isinstance(self.grid, str):
-            expr = parsed(built.name, f"grid={self.grid!r}", self.grid)
-            known = sorted({"block", "footprint", *FACT_NAMES, *built.dims, *built.meta_params})
+            expr = parsed(name, f"grid={self.grid!r}", self.grid)
+            known = sorted({"block", "footprint", *FACT_NAMES, *dims, *meta})
             unknown = sorted(expr.names - set(known))
             if unknown:
-                raise SweeperError(f"kernel {built.name}: grid={self.grid!r} reads "
+                raise SweeperError(f"kernel {name}: grid={self.grid!r} reads "
                                    f"{unknown[0]!r}, which the kernel does not declare; "
                                    f"known: {', '.join(known)}{did_you_mean(unknown[0], known)}")
-        return built
 
     def refuse_triton_launch(self, launch: Callable[..., Any]) -> None:
         """Refuse a ``@triton.jit`` function given as the launch (``@sweeper.kernel``
@@ -215,8 +238,10 @@ class Declaration:
                                "itemsize (the largest array's, e.g. \"M * K * itemsize\")")
         return {"footprint_bytes": self.footprint_bytes, "dims_from_footprint": {}}
 
-    def plan(self, name: str, launch: Callable[..., Any], dims: tuple[str, ...]) -> Plan:
-        """What the kernel does with its tensors, each checked."""
+    def plan(self, name: str, launch: Callable[..., Any], dims: tuple[str, ...], *,
+             sourced: bool = True) -> Plan:
+        """What the kernel does with its tensors, each checked (its source read where
+        ``sourced``)."""
         if callable(self.inputs):
             inputs: Mapping[str, TensorSpec] | Factory = self.inputs
             input_names: tuple[str, ...] = ()
@@ -234,7 +259,7 @@ class Declaration:
             raise SweeperError(f"kernel {name}: reference= must be a function of the inputs "
                                "returning the outputs")
         tolerances = {**TOLERANCES, **_tolerances(name, self.tolerance)}
-        source, own_files = _source(launch, self)
+        source, own_files = _source(launch, self) if sourced else ("", ())
         return Plan(launch=launch, reference=self.reference, inputs=inputs, outputs=outputs,
                     tolerances=tolerances, bytes_moved=_counted(name, "bytes_moved",
                                                                 self.bytes_moved, dims),

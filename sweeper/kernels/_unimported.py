@@ -18,16 +18,17 @@ the one before is named as too large to read, not read for hours.
 from __future__ import annotations
 
 import ast
+import inspect
 import linecache
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from sweeper.core import Dim
-from sweeper.errors import SweeperError
+from sweeper.errors import SweeperError, statement
 from sweeper.kernels._base import MetaParam, hash_of_source
 from sweeper.kernels._own_modules import module_file, own_source
 
@@ -78,6 +79,18 @@ TOO_DEEP = "nested too deeply to read"
 _NO_NAMES: Mapping[str, Any] = MappingProxyType({})
 
 
+class ImportRefused(Exception):
+    """What importing a kernel's module would raise, its declaration refused: the
+    error ``sweeper.kernel`` raises (a :class:`SweeperError`, or another where a value
+    is not of a type it expects) and where in the module (``at``, as
+    :func:`~sweeper.errors.user_line` names it), which the plugin loader words as it words
+    a failed import (:func:`sweeper.plugins.unchecked_kernel`)."""
+
+    def __init__(self, error: Exception, at: str) -> None:
+        super().__init__(str(error))
+        self.error, self.at = error, at
+
+
 class NotLiteral(Exception):
     """A value that only running the module would give, or one too large to read; its
     text says which (``not a literal``, :data:`TOO_LONG`, :data:`TOO_LARGE`,
@@ -101,19 +114,24 @@ class SourceDeclaration:
 def read_declaration(target: str, name: str) -> SourceDeclaration:
     """The declaration of ``module:attr`` ``target`` (the kernel a space calls ``name``),
     read from the module's file on ``sys.path`` (the current directory first, as a path
-    plugin is imported); a declaration that is wrong raises the :class:`SweeperError`
-    importing it would."""
+    plugin is imported).  A ``sweeper.kernel`` declaration whose every keyword and launch
+    can be read is checked as importing it checks it
+    (:meth:`~sweeper.kernels._short_form.Declaration.checked`); one that is wrong raises
+    :class:`ImportRefused`, carrying the error importing it would raise and the line it
+    would name; where it cannot be checked so, its attributes say why
+    (``unchecked_declaration``)."""
     module, _, attr = target.partition(":")
     found = module_file(module)
     if found is None:
         return SourceDeclaration(target, {}, (f"its module {module} (not found on the path)",))
     file = Path(found)
     try:
-        tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+        text = file.read_text(encoding="utf-8")
+        tree = ast.parse(text, filename=str(file))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
             MemoryError) as err:                     # (nested past the parser's limits)
         return SourceDeclaration(target, {}, (f"{file.name} ({type(err).__name__})",))
-    reader = _Reader(file, tree)
+    reader = _Reader(file, tree, text)
     node = reader.bound.get(attr)
     if isinstance(node, ast.ClassDef):
         return reader.kernel_class(target, node)
@@ -128,9 +146,14 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
                                f"Kernel subclass or instance{not_a_kernel(kind, attr)}")
         return SourceDeclaration(target, {}, (f"{attr} in {file.name} (neither a Kernel "
                                               "subclass nor a sweeper.kernel declaration)",))
-    declared = reader.short_kernel(target, name, call)
     # the launch given, as kernel(launch, ...) or kernel(...)(launch); else the decorated node
     given = (node if isinstance(node, ast.Call) and node.func is call else call).args
+    # the line importing it fails at: the decorator's, or the call's the name is bound to
+    at = call.lineno if isinstance(node, ast.FunctionDef) else getattr(node, "lineno", 0)
+    try:
+        declared = reader.short_kernel(target, name, call, given[0] if given else node)
+    except Exception as err:  # noqa: BLE001  what sweeper.kernel raises, importing would
+        raise ImportRefused(err, f"{file.name}:{at}: {statement(reader.lines, at)}") from None
     if reader.launches_cuda(given[0] if given else None):
         declared.attrs["needs_gpu"] = True
     arguments = reader.launched_arguments(given[0] if given else node)
@@ -218,8 +241,12 @@ class _Reader:
     value of each name read so far (or why it could not be read), within one budget of
     :data:`MOST_STEPS` for all the reading."""
 
-    def __init__(self, file: Path, tree: ast.Module) -> None:
+    def __init__(self, file: Path, tree: ast.Module, text: str = "") -> None:
         self.file = file
+        self.lines = text.splitlines(keepends=True)
+        #: annotations kept as written (``from __future__ import annotations``)
+        self.lazy = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and
+                        any(a.name == "annotations" for a in s.names) for s in tree.body)
         self.steps = 0                                  # at most MOST_STEPS
         self.known: dict[str, Any] = {}                 # name -> value, or its NotLiteral
         self.sizes: dict[int, tuple[int, Any]] = {}     # id -> (what it holds, the value)
@@ -462,8 +489,12 @@ class _Reader:
                                           *arguments.kwonlyargs) if a.arg not in names]
         return tuple(names)
 
-    def short_kernel(self, target: str, name: str, call: ast.Call) -> SourceDeclaration:
-        """The attributes ``sweeper.kernel``'s keywords declare, built as it builds them."""
+    def short_kernel(self, target: str, name: str, call: ast.Call, launch: ast.AST | None
+                     ) -> SourceDeclaration:
+        """The attributes ``sweeper.kernel``'s keywords declare, built as it builds them,
+        and, where every keyword and the launch could be read, checked as importing the
+        module checks them (:meth:`Declaration.checked`: the first mistake refused in the
+        same words), the functions it is given stood in for by their signatures."""
         from sweeper.kernels._short_form import Declaration
 
         given: dict[str, Any] = {}
@@ -475,21 +506,117 @@ class _Reader:
                         if keyword.arg == "autotuned" else self.read(keyword.value)
                 except NotLiteral as err:
                     unread.append(f"{keyword.arg}= at {self.where(keyword.value)} ({err})")
-        name = given.pop("name", None) if isinstance(given.get("name"), str) else name
+        stand_in = self.function(launch, launch=True)
+        whole = self.keywords(call)
+        unchecked = None
+        if isinstance(whole, str) or stand_in is None or unread or len(call.args) > 1:
+            unchecked = whole if isinstance(whole, str) else \
+                "its keywords, which only running the module gives" if unread or \
+                len(call.args) > 1 else f"its launch {launch.name} at {self.where(launch)}, " \
+                "decorated by more than sweeper.kernel" if isinstance(launch, ast.FunctionDef) \
+                else f"its launch at {self.where(launch or call)}, which only running the " \
+                "module gives"
+        else:
+            Declaration(**whole).checked(stand_in)
+        named = getattr(stand_in, "__name__", "<lambda>")
+        name = given.pop("name", None) if isinstance(given.get("name"), str) else \
+            named if named != "<lambda>" else name
         declared = Declaration(inputs={}, outputs=(), reference=print, **given)
         attrs = declared.declares(
             name, meta=not any(u.startswith(("meta=", "autotuned=")) for u in unread),
             dims=not any(u.startswith("dims=") for u in unread))
+        if unchecked is not None:       # what plan says it could not check
+            attrs["unchecked_declaration"] = unchecked
         refuse = next((k.value for k in call.keywords if k.arg == "refuse"), None)
         if refuse is not None:          # code, which only running it answers
             attrs["unchecked_refusal"] = f"its refuse= at {self.where(refuse)}"
         return SourceDeclaration(target, attrs, tuple(unread))
 
+    def keywords(self, call: ast.Call) -> dict[str, Any] | str:
+        """The keywords of ``sweeper.kernel`` call ``call`` as importing it would pass
+        them: literals as they are, a function (:data:`CODE`) as :meth:`function` stands
+        in for it; where one is neither (or ``**`` passes them), which one, and where."""
+        from sweeper.kernels._short_form import Declaration
+
+        taken = {field.name for field in fields(Declaration)}
+        out: dict[str, Any] = {}
+        for keyword in call.keywords:
+            why = f"its {keyword.arg or '**'}= at {self.where(keyword.value)}, which only " \
+                "running the module gives"
+            if keyword.arg not in taken:            # ** or a keyword it does not take
+                return why
+            try:
+                out[keyword.arg] = self.autotuner(keyword.value) \
+                    if keyword.arg == "autotuned" else self.read(keyword.value)
+                continue
+            except NotLiteral:
+                pass
+            function = self.function(keyword.value) if keyword.arg in CODE else None
+            if function is None or (keyword.arg == "inputs" and function.__code__ is None):
+                return why                  # (inputs: a factory only where it is one)
+            out[keyword.arg] = function
+        missing = {"inputs", "outputs", "reference"} - set(out)
+        return out if not missing else f"its {min(missing)}=, not given"
+
+    def function(self, node: ast.AST | None, *, launch: bool = False) -> Unrun | None:
+        """A stand-in for the function ``node`` is (a lambda, a ``def`` of the module or a
+        name bound to one, the launch a ``sweeper.kernel`` decorates): its name,
+        signature and first line; without a signature where it comes from elsewhere (an
+        import, an attribute, a call), which importing it would not check either.  A
+        ``launch`` is only a ``def`` or a lambda, undecorated but by ``sweeper.kernel``
+        (what another decorator makes of it only running it tells); else ``None``."""
+        if isinstance(node, ast.Name) and isinstance(self.bound.get(node.id),
+                                                     (ast.FunctionDef, ast.Lambda)):
+            node = self.bound[node.id]
+        if isinstance(node, ast.Lambda):
+            return Unrun("<lambda>", self.signature(node.args), self.file, node.lineno)
+        if isinstance(node, ast.FunctionDef):
+            if launch and not all(map(_declares, node.decorator_list)):
+                return None
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            return Unrun(node.name, self.signature(node.args), self.file, first)
+        if launch or not (isinstance(node, ast.Attribute) or (
+                isinstance(node, ast.Name) and node.id not in self.bound)):
+            return None                     # (a value the module computes: only running it)
+        return Unrun(_last_name(node) or "function", None, self.file, None)
+
+    def signature(self, args: ast.arguments) -> inspect.Signature:
+        """The signature a function of these ``args`` has, its defaults and annotations
+        shown as its source writes them (a literal default as its value)."""
+        kind = inspect.Parameter
+        positional = [*args.posonlyargs, *args.args]
+        defaults: list[ast.expr | None] = [
+            None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        listed: list[tuple[ast.arg, inspect._ParameterKind, ast.expr | None]] = [
+            (a, kind.POSITIONAL_ONLY if i < len(args.posonlyargs) else
+             kind.POSITIONAL_OR_KEYWORD, d)
+            for i, (a, d) in enumerate(zip(positional, defaults, strict=True))]
+        if args.vararg is not None:
+            listed.append((args.vararg, kind.VAR_POSITIONAL, None))
+        listed += [(a, kind.KEYWORD_ONLY, d)
+                   for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+        if args.kwarg is not None:
+            listed.append((args.kwarg, kind.VAR_KEYWORD, None))
+        return inspect.Signature([kind(
+            a.arg, k, default=kind.empty if d is None else _Shown(self.shown(d)),
+            annotation=kind.empty if a.annotation is None else _Shown(
+                repr(ast.unparse(a.annotation)) if self.lazy else ast.unparse(a.annotation)))
+            for a, k, d in listed])
+
+    def shown(self, node: ast.expr) -> str:
+        """How a default value reads in a signature: a literal's ``repr``, else its
+        source."""
+        try:
+            return repr(self.read(node))
+        except NotLiteral:
+            return ast.unparse(node)
+
     def autotuner(self, node: ast.AST) -> Any:
         """What ``autotuned=`` names, as :func:`autotune_declaration` reads it: the
         ``configs`` and ``key`` of the ``@triton.autotune`` decorating that function (or
         the ``triton.autotune(...)(fn)`` call it is), and whether it gives a
-        ``post_hook`` (refused as the imported declaration refuses it)."""
+        ``post_hook`` (refused as the imported declaration refuses it); a literal as it
+        is."""
         if isinstance(node, ast.Name) and node.id in self.bound:
             node = self.bound[node.id]
         calls = node.decorator_list if isinstance(node, ast.FunctionDef) else \
@@ -503,7 +630,49 @@ class _Reader:
                                        base_fn=SimpleNamespace(__name__=_function(node)),
                                        user_defined_post_hook=any(
                                            k.arg == "post_hook" for k in call.keywords))
+        if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set)):
+            return self.read(node)          # no autotuner: refused as importing refuses it
         raise NotLiteral
+
+
+#: ``sweeper.kernel``'s keywords that may be given a function (the rest are data).
+CODE = frozenset({"inputs", "reference", "baseline", "refuse", "bytes_moved", "flops"})
+
+
+def _declares(decorator: ast.expr) -> bool:
+    """Whether ``decorator`` is a ``sweeper.kernel(...)`` call."""
+    call = decorator.func if isinstance(decorator, ast.Call) and \
+        isinstance(decorator.func, ast.Call) else decorator
+    return isinstance(call, ast.Call) and _last_name(call.func) == "kernel"
+
+
+class Unrun:
+    """A function of the user's module as its source shows it, never run: its name,
+    signature (``None``: one only running it would tell) and where it is defined, for the
+    checks of a declaration that look at a function without calling it."""
+
+    __signature__: inspect.Signature | None = None
+
+    def __init__(self, name: str, signature: inspect.Signature | None, file: Path,
+                 line: int | None) -> None:
+        self.__name__ = self.__qualname__ = name
+        if signature is not None:
+            self.__signature__ = signature
+        self.__code__ = None if line is None else \
+            SimpleNamespace(co_filename=str(file), co_firstlineno=line)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{self.__name__} was read from its source, never to be run")
+
+
+class _Shown:
+    """A default or annotation in a signature, shown as its source writes it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def _function(node: ast.AST) -> str:
