@@ -340,6 +340,9 @@ def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, 
                     "\"cdiv(n, BLOCK)\", or an integer >= 1"),
     ({"block": 33}, "kernel k: block=33; allowed: 32, 64, 128, 256, 512, 1024 (threads per "
                     "program, num_warps × 32)"),
+    ({"dtype": ["float32"]}, "kernel k: dtype=['float32']; allowed: float64, float32"),
+    ({"footprint_bytes": 5}, "kernel k: footprint_bytes=5; give the bytes a problem is named "
+                             "by as an expression over n and itemsize (a string"),
     ({"grid": "cdiv(n, BLOK)"}, "kernel k: grid='cdiv(n, BLOK)' reads 'BLOK', which the "
      "kernel does not declare; known: BLOCK, block, footprint, itemsize, l2_bytes, n, sms; "
      "did you mean 'BLOCK'?"),

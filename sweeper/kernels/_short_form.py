@@ -214,7 +214,8 @@ class Declaration:
             raise SweeperError(f"kernel {name}: block={self.block!r}; allowed: "
                                f"{', '.join(map(str, BLOCKS))} (threads per program, "
                                "num_warps × 32)")
-        if self.dtype is not None and self.dtype not in DTYPES:
+        if self.dtype is not None and (type(self.dtype) is not str or
+                                       self.dtype not in DTYPES):
             raise SweeperError(f"kernel {name}: dtype={self.dtype!r}; allowed: "
                                f"{', '.join(DTYPES)}")
         out = {"grid": grid if isinstance(grid, str) else whole(grid),
@@ -229,6 +230,11 @@ class Declaration:
         """The footprint of a problem (``footprint_bytes``) and, for a 1-D kernel whose
         footprint is ``n * itemsize``, its dimension from a footprint; other kernels'
         spaces give their dimensions."""
+        if self.footprint_bytes is not None and type(self.footprint_bytes) is not str:
+            raise SweeperError(f"kernel {name}: footprint_bytes={self.footprint_bytes!r}; "
+                               f"give the bytes a problem is named by as an expression "
+                               f"over {', '.join(dims)} and itemsize (a string, e.g. "
+                               "\"M * K * itemsize\")")
         if list(dims) == ["n"] and _one_array(self.footprint_bytes):
             return {"footprint_bytes": self.footprint_bytes or "n * itemsize",
                     "dims_from_footprint": {"n": "footprint // itemsize"}}
