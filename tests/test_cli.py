@@ -466,3 +466,28 @@ def test_report_says_which_configs_failed_as_run_does(write_space, tmp_path, cap
     assert len(failed) == 1 and failed[0].startswith("failed: 2 wrong_answer (first: #")
     assert main(["report", "skips-interpret", "--studies-dir", str(studies)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == failed[0]
+
+
+def test_a_resume_says_the_failures_its_study_holds_and_exits_as_the_first_run(
+        write_space, tmp_path, capsys):
+    """A resume with nothing left to measure of a study that holds failed configs says
+    them (``failed in earlier runs: ...``) and exits 3 as the run that failed them did: a
+    CI job running the same command again sees the same status; a run whose ``-p`` leaves
+    the failed configs out holds none of them, and exits 0."""
+    space = write_space("""
+        study: big-blocks-fail
+        kernel: tests.kernels_for_tests:RaisesOnBigBlock
+        sampler: exhaustive
+        params: {grid: [sms], block: [32, 64], BLOCK: [256, 1024], footprint: [4KiB]}
+        measure: {warmup: 1, repeat: 3}
+    """)
+    args = ["run", str(space), "--device", "interpret", "--studies-dir",
+            str(tmp_path / "studies"), "--no-report"]
+    assert main(args) == 3
+    failed = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed")]
+    assert len(failed) == 1 and failed[0].startswith("failed: 2 crashed (first: #")
+    assert main(args) == 3
+    again = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed")]
+    assert again == [failed[0].replace("failed:", "failed in earlier runs:", 1)]
+    assert main([*args, "-p", "BLOCK=256"]) == 0
+    assert not [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed")]

@@ -64,6 +64,11 @@ class RunResult:
     store: Storage
     summary: Any = None
     failure: str | None = None
+    #: the configs of this run's space that earlier runs of the study recorded failed by
+    #: the kernel's fault, on its kernel source now (a resume's ``failed in earlier runs``
+    #: line names them): the study holds them, so the command's status says so as a run
+    #: that failed them would
+    failed_before: int = 0
 
     @property
     def interrupted(self) -> bool:
@@ -210,13 +215,33 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     store.update_meta(last_run=ran)
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
+    before = _failed_before(summary, space, store)
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter,
-                      bounded.budget.time_s)
+                      bounded.budget.time_s, before)
     _say_time(options, clock, summary, ran["timing"])
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
     _note_costs(space, device, clock, summary, check)
-    return RunResult(store, summary, failure)
+    from sweeper.trial import KERNEL_FAULTS
+
+    return RunResult(store, summary, failure,
+                     failed_before=sum(1 for t in before if t.status in KERNEL_FAULTS))
+
+
+def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
+    """The trials a resumed study kept from earlier runs that failed (``failed``
+    statuses), measured on its kernel source now and of configs this run's space holds:
+    what it still holds of its failures (a config dropped from the space, or measured
+    only on an earlier source, is not)."""
+    from sweeper.outcome import FAILED
+    from sweeper.sweep._optuna import in_space
+    from sweeper.winners import Sources
+
+    kept = summary.trials[:summary.resumed]
+    if not kept:
+        return []
+    return [t for t in Sources.of(store.study_meta()).measured_now(kept)
+            if t.status in FAILED and in_space(space, t.choice)]
 
 
 def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
@@ -653,10 +678,12 @@ def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
 
 
 def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: Storage,
-            limits: Any, clock: Any, reporter: Any, time_s: float | None) -> str | None:
-    """What this run did, each problem's outcome, the report (each timed on ``clock``, under
-    the sweep's ``reporter``'s spinner, within the run's time budget ``time_s``, None:
-    none); why nothing came of it (said on stderr), or None."""
+            limits: Any, clock: Any, reporter: Any, time_s: float | None,
+            before: Sequence[Any] = ()) -> str | None:
+    """What this run did, the failures the study kept from earlier runs (``before``,
+    :func:`_failed_before`), each problem's outcome, the report (each timed on ``clock``,
+    under the sweep's ``reporter``'s spinner, within the run's time budget ``time_s``,
+    None: none); why nothing came of it (said on stderr), or None."""
     from sweeper.outcome import (
         FAILED,
         absent_line,
@@ -679,7 +706,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     say(f"done: {counts_text(ok, abandoned, failed, absent)}, {skipped_line(own)}, "
         f"{summary.repeated} repeated proposals answered from the store, in "
         f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
-    for line in (failed_line(own), absent_line(own)):
+    earlier = failed_line(before, among=[*summary.trials[:summary.resumed], *own],
+                          head="failed in earlier runs") if before else None
+    for line in (failed_line(own), earlier, absent_line(own)):
         if line is not None:
             say(line)
     if summary.busy is not None and summary.measured:
