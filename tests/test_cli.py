@@ -491,3 +491,29 @@ def test_a_resume_says_the_failures_its_study_holds_and_exits_as_the_first_run(
     assert again == [failed[0].replace("failed:", "failed in earlier runs:", 1)]
     assert main([*args, "-p", "BLOCK=256"]) == 0
     assert not [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed")]
+
+
+def test_a_resume_with_nothing_left_to_measure_skips_the_gpu_check_and_says_so(
+        small_space, tmp_path, capsys):
+    """A resume whose study holds every config (or whose kept trials spend its trial
+    budget) says that nothing is left to measure instead of an estimate for 0 trials,
+    and compiles nothing for a GPU: no trial would use the check."""
+    args = ["run", str(small_space), "--device", "interpret", "--studies-dir",
+            str(tmp_path / "studies"), "--no-report"]
+    assert main([*args, "--trials", "2"]) == 0
+    first = capsys.readouterr().out.splitlines()
+    assert any(x.startswith("gpu check: ") for x in first)
+    assert any(x.startswith("estimated time: ") for x in first)
+    assert main([*args, "--trials", "2"]) == 0
+    again = capsys.readouterr().out.splitlines()
+    assert "nothing left to measure: the study's 2 trials spend the trial budget of 2; " \
+        "no gpu check" in again
+    assert not [x for x in again if x.startswith(("gpu check", "estimated time"))]
+    assert main(args) == 0                      # the rest of the space
+    capsys.readouterr()
+    assert main(args) == 0
+    again = capsys.readouterr().out.splitlines()
+    assert [x for x in again if x.startswith("nothing left")] == [
+        "nothing left to measure: the study holds every one of the space's 8 configs (8 "
+        "trials kept); no gpu check"]
+    assert not [x for x in again if x.startswith(("gpu check", "estimated time"))]

@@ -703,11 +703,11 @@ def test_a_resume_forced_past_an_edit_estimates_the_configs_it_measures_again(
     assert f"done: {measured} measured" in out
 
 
-def test_an_estimate_with_no_part_of_a_second_has_no_empty_parentheses(
+def test_a_resume_with_nothing_left_says_so_not_an_estimate_of_no_part(
         small_space, tmp_path, monkeypatch, capsys):
     """A resume with nothing left to measure and no report, in a process already started
-    (the API's, a notebook's): every part of its estimate is under half a second, and the
-    line says so without an empty list ("(; sweeper plan says how)")."""
+    (the API's, a notebook's), with the gpu check off: one line says nothing is left, and
+    no estimate of 0 trials, whose every part is under half a second, follows."""
     from sweeper.cli import main
 
     monkeypatch.chdir(tmp_path)
@@ -716,9 +716,10 @@ def test_an_estimate_with_no_part_of_a_second_has_no_empty_parentheses(
     assert main(run) == 0
     capsys.readouterr()
     assert main(run) == 0
-    estimate = next(line for line in capsys.readouterr().out.splitlines()
-                    if line.startswith("estimated time:"))
-    assert estimate == "estimated time: 0 s for 0 trials (sweeper plan says how)", estimate
+    out = capsys.readouterr().out.splitlines()
+    assert not [line for line in out if line.startswith("estimated time:")]
+    assert "nothing left to measure: the study holds every one of the space's 8 configs (8 " \
+        "trials kept)" in out
 
 
 def test_a_source_changed_and_changed_back_measures_again_the_trials_that_name_none(

@@ -180,10 +180,13 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
     limits = _header(say, space, device, facts, measure, store)
-    check = _gpu_check(say, options, space, kernel, device, facts, clock,
-                       bounded.budget.time_s)
-    clock.estimate_s = _estimate(say, options, space, device, clock,
-                                 _done(store, kept_trials), store, bounded=bounded)
+    done = _done(store, kept_trials)
+    plan = _run_plan(options, space, device, clock, done, store, bounded)
+    # a check of what compiles for a GPU is of the trials: a run with none left needs none
+    check = None if plan is not None and not plan.trials else _gpu_check(
+        say, options, space, kernel, device, facts, clock, bounded.budget.time_s)
+    clock.estimate_s = _estimate(say, options, space, device, clock, done, store,
+                                 bounded=bounded, plan=plan)
     for line in said:
         say(line)
     stop = StopFlag()
@@ -269,7 +272,7 @@ ESTIMATE_UP_TO = 50_000
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
               clock: Any, kept: Sequence[Any] = (), store: Any = None, *,
-              bounded: Any = None) -> float | None:
+              bounded: Any = None, plan: Any = None) -> float | None:
     """Print what ``sweeper plan`` estimates this run takes, its trials as
     ``--trials`` (or the space's budget) bounds them, less the configs the study has
     ``kept`` (a resumed run measures none again, and they count towards ``--trials``),
@@ -277,23 +280,52 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     one), and return it; where the time budget
     (``--time``, or the space's) is shorter, that budget, with what the trials would take
     without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
-    large to plan quickly.  ``bounded``: ``space`` under those budgets, as the run has
-    it (:func:`budgeted`; ``None``: made here)."""
+    large to plan quickly.  A run left with no trial and no final says that nothing is
+    left to measure, and why, instead of an estimate (None).  ``bounded``: ``space`` under
+    those budgets, as the run has it (:func:`budgeted`; ``None``: made here); ``plan``:
+    the run's plan (:func:`_run_plan`; ``None``: made here)."""
+    if bounded is None:
+        bounded = budgeted(space, options.trials, options.time_s)
+    if plan is None:
+        plan = _run_plan(options, space, device, clock, kept, store, bounded)
+    if plan is None:
+        return None
+    from sweeper.plan import estimate_words
+    from sweeper.trial import trials_counted
+
+    checked = device.checks_gpu_compile and options.gpu_check != "off"
+    if not plan.trials and not plan.finals_s:
+        why = (f"the study holds every one of the space's {counted(plan.size, 'config')} "
+               f"({counted(len(kept), 'trial')} kept)" if not plan.todo else
+               f"the study's {counted(trials_counted(kept), 'trial')} spend the trial budget "
+               f"of {bounded.budget.trials}")
+        say(f"nothing left to measure: {why}{'; no gpu check' if checked else ''}")
+        return None
+    head, lead, seconds = estimate_words(plan, bounded.budget.time_s,
+                                         per_trials=bool(plan.trials))
+    if not plan.trials:
+        head += (" for the finals the study still owes, no trial left to measure" +
+                 ("; no gpu check" if checked else ""))
+    parts = f"{lead}{plan.parts_text()}"       # none where every part is under 0.5 s
+    say(f"estimated time: {head} ({parts + '; ' if parts else ''}sweeper plan says how)")
+    return seconds
+
+
+def _run_plan(options: RunOptions, space: Any, device: Any, clock: Any,
+              kept: Sequence[Any], store: Any, bounded: Any) -> Any:
+    """What ``sweeper plan`` plans of this run (a :class:`~sweeper.plan.Plan`): ``space``
+    under its budgets (``bounded``), less the ``kept`` trials, plus the finals ``store``
+    still owes; None for a replay (the estimate is the recorded GPU's) or a space too
+    large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
-    from sweeper.plan import estimate_words, plan_of, run_shape
+    from sweeper.plan import plan_of, run_shape
 
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
-    shape = resumed_shape(shape, store, kept)
-    if bounded is None:
-        bounded = budgeted(space, options.trials, options.time_s)
-    plan, _ = plan_of(bounded, device, shape)
-    head, lead, seconds = estimate_words(plan, bounded.budget.time_s)
-    parts = f"{lead}{plan.parts_text()}"       # none where every part is under 0.5 s
-    say(f"estimated time: {head} ({parts + '; ' if parts else ''}sweeper plan says how)")
-    return seconds
+    plan, _ = plan_of(bounded, device, resumed_shape(shape, store, kept))
+    return plan
 
 
 def _done(store: Any, kept: Sequence[Any]) -> list[Any]:
