@@ -292,6 +292,35 @@ def test_a_damaged_fingerprint_is_named_as_damage_not_as_a_changed_kernel(
                         "study\n")
 
 
+def test_a_refused_resume_of_a_space_narrowed_back_says_force_adds_nothing(
+        write_space, tmp_path, capsys):
+    """A resume refused for a space whose configs the study all holds (one narrowed back)
+    says ``--force`` keeps the trials and measures nothing new, not that it adds new
+    ones; one refused for a space with configs the study lacks still says it adds them."""
+    from sweeper.cli import main
+    from tests.conftest import SMALL_SPACE
+
+    whole = write_space(SMALL_SPACE, "tiny.yaml")
+    args = ["--device", "interpret", "--studies-dir", str(tmp_path / "studies"),
+            "--quiet", "--no-report"]
+    assert main(["run", str(whole), *args]) == 0
+    narrowed = write_space(SMALL_SPACE.replace("BLOCK: [256, 1024]", "BLOCK: [1024]"),
+                           "tiny.yaml")
+    capsys.readouterr()
+    assert main(["run", str(narrowed), *args]) == 2
+    err = capsys.readouterr().err
+    assert "add new ones" not in err and err.endswith(
+        "; rerun with --force to keep its trials under these settings (it measures "
+        "nothing new: the study holds every config of this space), or with --study NEW "
+        "to start a new study\n")
+    widened = write_space(SMALL_SPACE.replace("BLOCK: [256, 1024]", "BLOCK: [256, 1024, 2048]"),
+                          "tiny.yaml")
+    assert main(["run", str(widened), *args]) == 2
+    assert capsys.readouterr().err.endswith(
+        "; rerun with --force to keep its trials and add new ones to them, or with "
+        "--study NEW to start a new study\n")
+
+
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_model_samplers_never_measure_a_config_twice(write_space, tmp_path, sampler):
     path = write_space(f"""
