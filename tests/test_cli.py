@@ -517,3 +517,28 @@ def test_a_resume_with_nothing_left_to_measure_skips_the_gpu_check_and_says_so(
         "nothing left to measure: the study holds every one of the space's 8 configs (8 "
         "trials kept); no gpu check"]
     assert not [x for x in again if x.startswith(("gpu check", "estimated time"))]
+
+
+def test_a_rerun_after_failures_alike_with_nothing_changed_says_so_up_front(
+        write_space, tmp_path, capsys):
+    """A run stopped because its first configs all failed alike, run again with nothing
+    changed (the kernel's source, the space, the settings), says so before it measures
+    the configs left; one whose ``-p`` sweeps other labels does not."""
+    from tests.conftest import SMALL_SPACE
+
+    space = write_space(SMALL_SPACE.replace("kernel: copy",
+                                            "kernel: tests.kernels_for_tests:CopiesZeros"))
+    args = ["run", str(space), "--device", "interpret", "--studies-dir",
+            str(tmp_path / "studies"), "--no-report", "--gpu-check", "off"]
+    main([*args, "-p", "footprint=4KiB,8KiB"])
+    out = capsys.readouterr().out
+    assert "stopped: the first 5 configs all failed alike" in out
+    assert "nothing changed" not in out
+    main([*args, "-p", "footprint=4KiB,8KiB"])
+    notes = [x for x in capsys.readouterr().out.splitlines() if "nothing changed" in x]
+    assert notes == ["note: nothing changed since the last run stopped at its first 5 configs "
+                     "failing alike (the same kernel source, space and settings): the configs "
+                     "left are measured and will likely fail the same way; to measure a fixed "
+                     "kernel, rerun with --force"]
+    main(args)
+    assert "nothing changed" not in capsys.readouterr().out

@@ -168,6 +168,7 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     said: list[str] = []            # the priors' line, said after the header
     priors = _priors(space, options, facts.name, store.root, said.append)
     configs = [c for source in priors for c in source.configs]
+    left_as = store.study_meta() if resuming else None     # as the last run left it
     # the sampler, built before the study is written: a factory that fails leaves none,
     # or the resumed one as it was
     sampling = open_study(store, space, kernel, device, command=command, force=options.force,
@@ -179,6 +180,9 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     kept = len(kept_trials)
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
+    unchanged = _unchanged_since_alike(left_as, store.study_meta(), space)
+    if unchanged is not None:
+        say(unchanged)
     limits = _header(say, space, device, facts, measure, store)
     done = _done(store, kept_trials)
     plan = _run_plan(options, space, device, clock, done, store, bounded)
@@ -245,6 +249,27 @@ def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
         return []
     return [t for t in Sources.of(store.study_meta()).measured_now(kept)
             if t.status in FAILED and in_space(space, t.choice)]
+
+
+def _unchanged_since_alike(before: Any, after: Any, space: Any) -> str | None:
+    """The note a resume says up front where the study's last run stopped for its first
+    configs all failing alike (the kernel at fault) and nothing has changed since: the
+    study's fingerprint (the kernel's source, the space file, the GPU and software) as
+    ``before`` (its meta before this run opened it) and ``after`` (since) record it, and
+    the axes' labels this run's ``space`` sweeps (``-p`` included).  The run goes on
+    (the configs left may not fail), but likely stops the same way; None otherwise."""
+    from sweeper.study import axes_of
+    from sweeper.sweep._budget import stopped_alike
+
+    failed = None if before is None else stopped_alike(
+        str(before.last_run.get("stopped_by", "")))
+    if failed is None or before.fingerprint != after.fingerprint or \
+            before.axes != axes_of(space):
+        return None
+    return (f"note: nothing changed since the last run stopped at its first "
+            f"{counted(failed, 'config')} failing alike (the same kernel source, space and "
+            "settings): the configs left are measured and will likely fail the same way; "
+            f"to measure a fixed kernel, rerun with {given('force')}")
 
 
 def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
