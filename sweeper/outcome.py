@@ -199,22 +199,26 @@ def _counted_status(status: TrialStatus, n: int) -> str:
     return absent_text(n) if status is TrialStatus.MISSING else f"{n} {status.value}"
 
 
-def failed_line(trials: Sequence[TrialRecord]) -> str | None:
+def failed_line(trials: Sequence[TrialRecord], among: Sequence[TrialRecord] | None = None,
+                head: str = "failed") -> str | None:
     """``failed: 6 wrong_answer (first: #3 ...); every one with BLOCK=512``: a run's failed
     trials (``trials``: its own, measured or failed) by status, each with its first config
     and reason, and the labels every failed config shares while the configs that did not
-    fail do not (what the failures have in common); ``None`` when none failed.  A replay's
-    configs its table does not hold are no failure: :func:`absent_line` says them."""
+    fail do not (what the failures have in common; those of ``among`` where given, else of
+    ``trials``); ``None`` when none failed.  ``head`` names them (a resume's ``failed in
+    earlier runs``).  A replay's configs its table does not hold are no failure:
+    :func:`absent_line` says them."""
     failed = [t for t in trials if t.status in FAILED]
     if not failed:
         return None
-    fine = [t for t in trials if t.status in (TrialStatus.OK, TrialStatus.ABANDONED)]
+    fine = [t for t in (trials if among is None else among)
+            if t.status in (TrialStatus.OK, TrialStatus.ABANDONED)]
     shared = set.intersection(*(set(t.choice.items()) for t in failed))
     telling = sorted((axis, label) for axis, label in shared
                      if axis not in PROBLEM_AXES and fine and
                      not all(t.choice.get(axis) == label for t in fine))
     common = f"; every one with {' '.join(f'{a}={v}' for a, v in telling)}" if telling else ""
-    return f"failed: {failure_counts(failed)}{common}"
+    return f"{head}: {failure_counts(failed)}{common}"
 
 
 def absent_line(trials: Sequence[TrialRecord]) -> str | None:

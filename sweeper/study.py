@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from sweeper.core._model import MAX_CONFIGS
 from sweeper.core._spelling import given
 from sweeper.core._units import counted
-from sweeper.devices import Device, recorded_env
+from sweeper.devices import Device, DeviceFacts, recorded_env
 from sweeper.errors import SpaceError, StudyError
 from sweeper.escape import cut
 from sweeper.kernels import Kernel
@@ -353,13 +353,20 @@ def _placed(lines: list[str], at: int) -> str:
     return f"{where}line {at - first + 1}"
 
 
-def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space_text: str
-                   ) -> str:
+def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space_text: str,
+                   new_configs: int | None = None) -> str:
     """Why a study whose fingerprint differs from this run's is not resumed, and the ways
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
-    :func:`fingerprint_damage`), the kernel's source changed, or other settings."""
-    ways = (f"rerun with {given('force')} to keep its trials and add new ones to them, or "
+    :func:`fingerprint_damage`), the kernel's source changed, or other settings.
+    ``new_configs``: how many configs of this run's space the study has not measured
+    (:func:`configs_unmeasured`; None: not counted); with none, ``--force`` is said to
+    keep the trials and measure nothing new (a space narrowed back: the trials of the
+    configs it leaves out stay in the study and its report, and enter no final)."""
+    keeps = "and add new ones to them" if new_configs != 0 else (
+        "under these settings (it measures nothing new: the study holds every config of "
+        "this space)")
+    ways = (f"rerun with {given('force')} to keep its trials {keeps}, or "
             f"with {given('study', 'NEW')} to start a new study")
     damage = fingerprint_damage(meta)
     if damage:
@@ -420,7 +427,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                          f"{given('study', 'NEW')}")
     table = environment.get(_TABLE_PATH)
     if store.exists():
-        check_resumable(store, wanted, space, force, table)
+        check_resumable(store, wanted, space, force, table, facts=facts)
     built = before_writing() if before_writing is not None else None
     created = not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
@@ -464,13 +471,16 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
 
 
 def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, force: bool,
-                    table: str | None = None, *, planned: bool = False) -> list[str]:
+                    table: str | None = None, *, planned: bool = False,
+                    facts: DeviceFacts | None = None) -> list[str]:
     """A StudyError where the study in ``store`` was measured with other settings than
     ``wanted`` (this run's fingerprint), unless ``force``; what differs (``key: old ->
     new``, none where the study may be resumed as it is; another replay table named by
     its path, ``table`` this run's, as the device was given it).  ``planned``: what
     ``plan`` tells of the run's resume, ``wanted`` being :func:`planned_fingerprint`,
-    whose entries alone are compared (the run would refuse what it refuses)."""
+    whose entries alone are compared (the run would refuse what it refuses).  ``facts``:
+    the GPU the run measures on, by which a refusal counts the configs ``--force`` would
+    add (None: not counted)."""
     meta = store.meta()
     have = recorded_fingerprint(meta, space)
     if planned:
@@ -478,8 +488,29 @@ def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, for
     changed = [_table_change(have, _recorded_table(meta), table)
                if c.startswith(f"{_TABLE}:") else c for c in fingerprint_diff(have, wanted)]
     if changed and not force:
-        raise StudyError(resume_refused(store.root, changed, meta, space.text))
+        raise StudyError(resume_refused(
+            store.root, changed, meta, space.text,
+            None if facts is None else configs_unmeasured(store, space, facts)))
     return changed
+
+
+#: Spaces up to this size have their configs the study lacks counted for a refused
+#: resume's advice (larger: the count would hold back the message by seconds).
+COUNTED_UP_TO = 50_000
+
+
+def configs_unmeasured(store: Storage, space: Space, facts: DeviceFacts) -> int | None:
+    """How many valid configs of ``space`` on the GPU ``facts`` describes the study in
+    ``store`` has not measured on its kernel source now (what a resume forced past other
+    settings would measure); None for a space too large to count quickly."""
+    if space.size > COUNTED_UP_TO:
+        return None
+    from sweeper.store import key_of
+    from sweeper.winners import Sources
+
+    done = {t.key() for t in Sources.of(store.study_meta()).done(store.records()[0])}
+    return sum(1 for choice, outcome in resolved(space, facts.env(), facts.max_footprint)
+               if not isinstance(outcome, Invalid) and key_of(choice) not in done)
 
 
 def sampler_json(space: Space) -> dict[str, Any]:

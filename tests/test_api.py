@@ -265,8 +265,9 @@ def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path
         sweeper.load_study("tiny", storage="mysql://h/db", studies_dir=tmp_path)
     study = sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True,
                         report=False)
-    with pytest.raises(StudyError, match=r"; rerun with force=True to keep its trials and add "
-                       r"new ones to them, or with study='NEW' to start a new study$"):
+    with pytest.raises(StudyError, match=r"; rerun with force=True to keep its trials under "
+                       r"these settings \(it measures nothing new: the study holds every "
+                       r"config of this space\), or with study='NEW' to start a new study$"):
         sweeper.run({**TINY, "measure": {"warmup": 1, "repeat": 4}}, device="interpret",
                     studies_dir=tmp_path, quiet=True, report=False)
     with pytest.raises(SweeperError, match=r"^format='optuna' needs target='URL': "

@@ -466,3 +466,79 @@ def test_report_says_which_configs_failed_as_run_does(write_space, tmp_path, cap
     assert len(failed) == 1 and failed[0].startswith("failed: 2 wrong_answer (first: #")
     assert main(["report", "skips-interpret", "--studies-dir", str(studies)]) == 0
     assert capsys.readouterr().out.splitlines()[0] == failed[0]
+
+
+def test_a_resume_says_the_failures_its_study_holds_and_exits_as_the_first_run(
+        write_space, tmp_path, capsys):
+    """A resume with nothing left to measure of a study that holds failed configs says
+    them (``failed in earlier runs: ...``) and exits 3 as the run that failed them did: a
+    CI job running the same command again sees the same status; a run whose ``-p`` leaves
+    the failed configs out holds none of them, and exits 0."""
+    space = write_space("""
+        study: big-blocks-fail
+        kernel: tests.kernels_for_tests:RaisesOnBigBlock
+        sampler: exhaustive
+        params: {grid: [sms], block: [32, 64], BLOCK: [256, 1024], footprint: [4KiB]}
+        measure: {warmup: 1, repeat: 3}
+    """)
+    args = ["run", str(space), "--device", "interpret", "--studies-dir",
+            str(tmp_path / "studies"), "--no-report"]
+    assert main(args) == 3
+    failed = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed")]
+    assert len(failed) == 1 and failed[0].startswith("failed: 2 crashed (first: #")
+    assert main(args) == 3
+    again = [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed")]
+    assert again == [failed[0].replace("failed:", "failed in earlier runs:", 1)]
+    assert main([*args, "-p", "BLOCK=256"]) == 0
+    assert not [x for x in capsys.readouterr().out.splitlines() if x.startswith("failed")]
+
+
+def test_a_resume_with_nothing_left_to_measure_skips_the_gpu_check_and_says_so(
+        small_space, tmp_path, capsys):
+    """A resume whose study holds every config (or whose kept trials spend its trial
+    budget) says that nothing is left to measure instead of an estimate for 0 trials,
+    and compiles nothing for a GPU: no trial would use the check."""
+    args = ["run", str(small_space), "--device", "interpret", "--studies-dir",
+            str(tmp_path / "studies"), "--no-report"]
+    assert main([*args, "--trials", "2"]) == 0
+    first = capsys.readouterr().out.splitlines()
+    assert any(x.startswith("gpu check: ") for x in first)
+    assert any(x.startswith("estimated time: ") for x in first)
+    assert main([*args, "--trials", "2"]) == 0
+    again = capsys.readouterr().out.splitlines()
+    assert "nothing left to measure: the study's 2 trials spend the trial budget of 2; " \
+        "no gpu check" in again
+    assert not [x for x in again if x.startswith(("gpu check", "estimated time"))]
+    assert main(args) == 0                      # the rest of the space
+    capsys.readouterr()
+    assert main(args) == 0
+    again = capsys.readouterr().out.splitlines()
+    assert [x for x in again if x.startswith("nothing left")] == [
+        "nothing left to measure: the study holds every one of the space's 8 configs (8 "
+        "trials kept); no gpu check"]
+    assert not [x for x in again if x.startswith(("gpu check", "estimated time"))]
+
+
+def test_a_rerun_after_failures_alike_with_nothing_changed_says_so_up_front(
+        write_space, tmp_path, capsys):
+    """A run stopped because its first configs all failed alike, run again with nothing
+    changed (the kernel's source, the space, the settings), says so before it measures
+    the configs left; one whose ``-p`` sweeps other labels does not."""
+    from tests.conftest import SMALL_SPACE
+
+    space = write_space(SMALL_SPACE.replace("kernel: copy",
+                                            "kernel: tests.kernels_for_tests:CopiesZeros"))
+    args = ["run", str(space), "--device", "interpret", "--studies-dir",
+            str(tmp_path / "studies"), "--no-report", "--gpu-check", "off"]
+    main([*args, "-p", "footprint=4KiB,8KiB"])
+    out = capsys.readouterr().out
+    assert "stopped: the first 5 configs all failed alike" in out
+    assert "nothing changed" not in out
+    main([*args, "-p", "footprint=4KiB,8KiB"])
+    notes = [x for x in capsys.readouterr().out.splitlines() if "nothing changed" in x]
+    assert notes == ["note: nothing changed since the last run stopped at its first 5 configs "
+                     "failing alike (the same kernel source, space and settings): the configs "
+                     "left are measured and will likely fail the same way; to measure a fixed "
+                     "kernel, rerun with --force"]
+    main(args)
+    assert "nothing changed" not in capsys.readouterr().out

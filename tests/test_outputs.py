@@ -850,9 +850,11 @@ def test_a_run_names_its_failed_configs_and_what_they_share(write_space, tmp_pat
         "BLOCK=1024 is too big for this test (at kernels_for_tests.py:31: raise ")
     assert failed.endswith("…); every one with BLOCK=1024")      # the reason cut short
     rc, out, _ = run(capsys, "run", str(space), "--device", "interpret", "--quiet",
-                     "--no-report")                    # resumed: nothing failed this run
-    assert rc == 0
+                     "--no-report")       # resumed: nothing failed this run, but the study
+    assert rc == EXIT_CONFIGS_FAILED      # holds its failures, said as earlier runs'
     assert not [x for x in out if x.startswith("failed: ")]
+    assert line(out, "failed in earlier runs: ") == failed.replace(
+        "failed:", "failed in earlier runs:", 1)
 
 
 def test_debug_prints_a_failed_trials_traceback_and_the_report_keeps_its_message(

@@ -292,6 +292,35 @@ def test_a_damaged_fingerprint_is_named_as_damage_not_as_a_changed_kernel(
                         "study\n")
 
 
+def test_a_refused_resume_of_a_space_narrowed_back_says_force_adds_nothing(
+        write_space, tmp_path, capsys):
+    """A resume refused for a space whose configs the study all holds (one narrowed back)
+    says ``--force`` keeps the trials and measures nothing new, not that it adds new
+    ones; one refused for a space with configs the study lacks still says it adds them."""
+    from sweeper.cli import main
+    from tests.conftest import SMALL_SPACE
+
+    whole = write_space(SMALL_SPACE, "tiny.yaml")
+    args = ["--device", "interpret", "--studies-dir", str(tmp_path / "studies"),
+            "--quiet", "--no-report"]
+    assert main(["run", str(whole), *args]) == 0
+    narrowed = write_space(SMALL_SPACE.replace("BLOCK: [256, 1024]", "BLOCK: [1024]"),
+                           "tiny.yaml")
+    capsys.readouterr()
+    assert main(["run", str(narrowed), *args]) == 2
+    err = capsys.readouterr().err
+    assert "add new ones" not in err and err.endswith(
+        "; rerun with --force to keep its trials under these settings (it measures "
+        "nothing new: the study holds every config of this space), or with --study NEW "
+        "to start a new study\n")
+    widened = write_space(SMALL_SPACE.replace("BLOCK: [256, 1024]", "BLOCK: [256, 1024, 2048]"),
+                          "tiny.yaml")
+    assert main(["run", str(widened), *args]) == 2
+    assert capsys.readouterr().err.endswith(
+        "; rerun with --force to keep its trials and add new ones to them, or with "
+        "--study NEW to start a new study\n")
+
+
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_model_samplers_never_measure_a_config_twice(write_space, tmp_path, sampler):
     path = write_space(f"""
@@ -703,11 +732,11 @@ def test_a_resume_forced_past_an_edit_estimates_the_configs_it_measures_again(
     assert f"done: {measured} measured" in out
 
 
-def test_an_estimate_with_no_part_of_a_second_has_no_empty_parentheses(
+def test_a_resume_with_nothing_left_says_so_not_an_estimate_of_no_part(
         small_space, tmp_path, monkeypatch, capsys):
     """A resume with nothing left to measure and no report, in a process already started
-    (the API's, a notebook's): every part of its estimate is under half a second, and the
-    line says so without an empty list ("(; sweeper plan says how)")."""
+    (the API's, a notebook's), with the gpu check off: one line says nothing is left, and
+    no estimate of 0 trials, whose every part is under half a second, follows."""
     from sweeper.cli import main
 
     monkeypatch.chdir(tmp_path)
@@ -716,9 +745,10 @@ def test_an_estimate_with_no_part_of_a_second_has_no_empty_parentheses(
     assert main(run) == 0
     capsys.readouterr()
     assert main(run) == 0
-    estimate = next(line for line in capsys.readouterr().out.splitlines()
-                    if line.startswith("estimated time:"))
-    assert estimate == "estimated time: 0 s for 0 trials (sweeper plan says how)", estimate
+    out = capsys.readouterr().out.splitlines()
+    assert not [line for line in out if line.startswith("estimated time:")]
+    assert "nothing left to measure: the study holds every one of the space's 8 configs (8 " \
+        "trials kept)" in out
 
 
 def test_a_source_changed_and_changed_back_measures_again_the_trials_that_name_none(

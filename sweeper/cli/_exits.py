@@ -5,7 +5,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_NOTHING_MEASURED = 1
 EXIT_USAGE = 2
-EXIT_CONFIGS_FAILED = 3       # ran and measured, but some configs failed by the kernel's fault
+EXIT_CONFIGS_FAILED = 3       # the study holds configs failed by the kernel's fault, any run's
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143          # 128 + SIGTERM: stopped by a SIGTERM (a scheduler's)
 EXIT_BROKEN_PIPE = 141        # 128 + SIGPIPE, what a shell reports for a closed pipe

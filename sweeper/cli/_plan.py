@@ -136,7 +136,8 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
         return None, [], []
     wanted = planned_fingerprint(space, device)
     changed = check_resumable(store, wanted, space, args.force,
-                              device.planned_environment().get("replay_table"), planned=True)
+                              device.planned_environment().get("replay_table"), planned=True,
+                              facts=device.facts())
     if "kernel_source" in wanted:  # what ran on a source before the edit is measured again
         sources = sources.edited(wanted["kernel_source"])
     return store, sources.done(records), changed

@@ -35,11 +35,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Sweep the space into its study, then report; the exit status: interrupted (Ctrl-C,
     or a SIGTERM, stopped the sweep: a script can tell it from a finished run, and a
     scheduler's stop from the keyboard's), else nothing measured,
-    else some config failed by the kernel's fault (the ``failed:`` line names them), else
-    done."""
+    else the study holds configs of the space that failed by the kernel's fault on its
+    source now, this run's (the ``failed:`` line names them) or, resumed, earlier runs'
+    (``failed in earlier runs:``): the same command run again keeps its status while the
+    study holds them, else done."""
     result = run_sweep(run_options(args))
     if result.interrupted:
         return signal_exit(result.summary.stopped_by)
     if result.failure is not None:
         return EXIT_NOTHING_MEASURED
-    return EXIT_CONFIGS_FAILED if result.kernel_faults else EXIT_OK
+    return EXIT_CONFIGS_FAILED if result.kernel_faults or result.failed_before else EXIT_OK

@@ -64,6 +64,11 @@ class RunResult:
     store: Storage
     summary: Any = None
     failure: str | None = None
+    #: the configs of this run's space that earlier runs of the study recorded failed by
+    #: the kernel's fault, on its kernel source now (a resume's ``failed in earlier runs``
+    #: line names them): the study holds them, so the command's status says so as a run
+    #: that failed them would
+    failed_before: int = 0
 
     @property
     def interrupted(self) -> bool:
@@ -163,6 +168,7 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     said: list[str] = []            # the priors' line, said after the header
     priors = _priors(space, options, facts.name, store.root, said.append)
     configs = [c for source in priors for c in source.configs]
+    left_as = store.study_meta() if resuming else None     # as the last run left it
     # the sampler, built before the study is written: a factory that fails leaves none,
     # or the resumed one as it was
     sampling = open_study(store, space, kernel, device, command=command, force=options.force,
@@ -174,11 +180,17 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     kept = len(kept_trials)
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
+    unchanged = _unchanged_since_alike(left_as, store.study_meta(), space)
+    if unchanged is not None:
+        say(unchanged)
     limits = _header(say, space, device, facts, measure, store)
-    check = _gpu_check(say, options, space, kernel, device, facts, clock,
-                       bounded.budget.time_s)
-    clock.estimate_s = _estimate(say, options, space, device, clock,
-                                 _done(store, kept_trials), store, bounded=bounded)
+    done = _done(store, kept_trials)
+    plan = _run_plan(options, space, device, clock, done, store, bounded)
+    # a check of what compiles for a GPU is of the trials: a run with none left needs none
+    check = None if plan is not None and not plan.trials else _gpu_check(
+        say, options, space, kernel, device, facts, clock, bounded.budget.time_s)
+    clock.estimate_s = _estimate(say, options, space, device, clock, done, store,
+                                 bounded=bounded, plan=plan)
     for line in said:
         say(line)
     stop = StopFlag()
@@ -210,13 +222,54 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     store.update_meta(last_run=ran)
     if warm is not None:
         warm.join()        # before the report forks its drawing processes
+    before = _failed_before(summary, space, store)
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter,
-                      bounded.budget.time_s)
+                      bounded.budget.time_s, before)
     _say_time(options, clock, summary, ran["timing"])
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
     _note_costs(space, device, clock, summary, check)
-    return RunResult(store, summary, failure)
+    from sweeper.trial import KERNEL_FAULTS
+
+    return RunResult(store, summary, failure,
+                     failed_before=sum(1 for t in before if t.status in KERNEL_FAULTS))
+
+
+def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
+    """The trials a resumed study kept from earlier runs that failed (``failed``
+    statuses), measured on its kernel source now and of configs this run's space holds:
+    what it still holds of its failures (a config dropped from the space, or measured
+    only on an earlier source, is not)."""
+    from sweeper.outcome import FAILED
+    from sweeper.sweep._optuna import in_space
+    from sweeper.winners import Sources
+
+    kept = summary.trials[:summary.resumed]
+    if not kept:
+        return []
+    return [t for t in Sources.of(store.study_meta()).measured_now(kept)
+            if t.status in FAILED and in_space(space, t.choice)]
+
+
+def _unchanged_since_alike(before: Any, after: Any, space: Any) -> str | None:
+    """The note a resume says up front where the study's last run stopped for its first
+    configs all failing alike (the kernel at fault) and nothing has changed since: the
+    study's fingerprint (the kernel's source, the space file, the GPU and software) as
+    ``before`` (its meta before this run opened it) and ``after`` (since) record it, and
+    the axes' labels this run's ``space`` sweeps (``-p`` included).  The run goes on
+    (the configs left may not fail), but likely stops the same way; None otherwise."""
+    from sweeper.study import axes_of
+    from sweeper.sweep._budget import stopped_alike
+
+    failed = None if before is None else stopped_alike(
+        str(before.last_run.get("stopped_by", "")))
+    if failed is None or before.fingerprint != after.fingerprint or \
+            before.axes != axes_of(space):
+        return None
+    return (f"note: nothing changed since the last run stopped at its first "
+            f"{counted(failed, 'config')} failing alike (the same kernel source, space and "
+            "settings): the configs left are measured and will likely fail the same way; "
+            f"to measure a fixed kernel, rerun with {given('force')}")
 
 
 def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
@@ -244,7 +297,7 @@ ESTIMATE_UP_TO = 50_000
 
 def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
               clock: Any, kept: Sequence[Any] = (), store: Any = None, *,
-              bounded: Any = None) -> float | None:
+              bounded: Any = None, plan: Any = None) -> float | None:
     """Print what ``sweeper plan`` estimates this run takes, its trials as
     ``--trials`` (or the space's budget) bounds them, less the configs the study has
     ``kept`` (a resumed run measures none again, and they count towards ``--trials``),
@@ -252,23 +305,52 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
     one), and return it; where the time budget
     (``--time``, or the space's) is shorter, that budget, with what the trials would take
     without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
-    large to plan quickly.  ``bounded``: ``space`` under those budgets, as the run has
-    it (:func:`budgeted`; ``None``: made here)."""
+    large to plan quickly.  A run left with no trial and no final says that nothing is
+    left to measure, and why, instead of an estimate (None).  ``bounded``: ``space`` under
+    those budgets, as the run has it (:func:`budgeted`; ``None``: made here); ``plan``:
+    the run's plan (:func:`_run_plan`; ``None``: made here)."""
+    if bounded is None:
+        bounded = budgeted(space, options.trials, options.time_s)
+    if plan is None:
+        plan = _run_plan(options, space, device, clock, kept, store, bounded)
+    if plan is None:
+        return None
+    from sweeper.plan import estimate_words
+    from sweeper.trial import trials_counted
+
+    checked = device.checks_gpu_compile and options.gpu_check != "off"
+    if not plan.trials and not plan.finals_s:
+        why = (f"the study holds every one of the space's {counted(plan.size, 'config')} "
+               f"({counted(len(kept), 'trial')} kept)" if not plan.todo else
+               f"the study's {counted(trials_counted(kept), 'trial')} spend the trial budget "
+               f"of {bounded.budget.trials}")
+        say(f"nothing left to measure: {why}{'; no gpu check' if checked else ''}")
+        return None
+    head, lead, seconds = estimate_words(plan, bounded.budget.time_s,
+                                         per_trials=bool(plan.trials))
+    if not plan.trials:
+        head += (" for the finals the study still owes, no trial left to measure" +
+                 ("; no gpu check" if checked else ""))
+    parts = f"{lead}{plan.parts_text()}"       # none where every part is under 0.5 s
+    say(f"estimated time: {head} ({parts + '; ' if parts else ''}sweeper plan says how)")
+    return seconds
+
+
+def _run_plan(options: RunOptions, space: Any, device: Any, clock: Any,
+              kept: Sequence[Any], store: Any, bounded: Any) -> Any:
+    """What ``sweeper plan`` plans of this run (a :class:`~sweeper.plan.Plan`): ``space``
+    under its budgets (``bounded``), less the ``kept`` trials, plus the finals ``store``
+    still owes; None for a replay (the estimate is the recorded GPU's) or a space too
+    large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
-    from sweeper.plan import estimate_words, plan_of, run_shape
+    from sweeper.plan import plan_of, run_shape
 
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
-    shape = resumed_shape(shape, store, kept)
-    if bounded is None:
-        bounded = budgeted(space, options.trials, options.time_s)
-    plan, _ = plan_of(bounded, device, shape)
-    head, lead, seconds = estimate_words(plan, bounded.budget.time_s)
-    parts = f"{lead}{plan.parts_text()}"       # none where every part is under 0.5 s
-    say(f"estimated time: {head} ({parts + '; ' if parts else ''}sweeper plan says how)")
-    return seconds
+    plan, _ = plan_of(bounded, device, resumed_shape(shape, store, kept))
+    return plan
 
 
 def _done(store: Any, kept: Sequence[Any]) -> list[Any]:
@@ -678,10 +760,12 @@ def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
 
 
 def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: Storage,
-            limits: Any, clock: Any, reporter: Any, time_s: float | None) -> str | None:
-    """What this run did, each problem's outcome, the report (each timed on ``clock``, under
-    the sweep's ``reporter``'s spinner, within the run's time budget ``time_s``, None:
-    none); why nothing came of it (said on stderr), or None."""
+            limits: Any, clock: Any, reporter: Any, time_s: float | None,
+            before: Sequence[Any] = ()) -> str | None:
+    """What this run did, the failures the study kept from earlier runs (``before``,
+    :func:`_failed_before`), each problem's outcome, the report (each timed on ``clock``,
+    under the sweep's ``reporter``'s spinner, within the run's time budget ``time_s``,
+    None: none); why nothing came of it (said on stderr), or None."""
     from sweeper.outcome import (
         FAILED,
         absent_line,
@@ -704,7 +788,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     say(f"done: {counts_text(ok, abandoned, failed, absent)}, {skipped_line(own)}, "
         f"{summary.repeated} repeated proposals answered from the store, in "
         f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
-    for line in (failed_line(own), absent_line(own)):
+    earlier = failed_line(before, among=[*summary.trials[:summary.resumed], *own],
+                          head="failed in earlier runs") if before else None
+    for line in (failed_line(own), earlier, absent_line(own)):
         if line is not None:
             say(line)
     if summary.busy is not None and summary.measured:

@@ -310,7 +310,7 @@ class Budgets:
         if self.alike is not None and len(self.alike) >= ALIKE_FAILURES and (
                 len(self.alike) >= SHARED_FAILURES or not self._shared()):
             first = self.alike[0]
-            return (f"the first {len(self.alike)} configs all failed alike "
+            return (f"{ALIKE_STOP} {len(self.alike)} configs all failed alike "
                     f"({first.status.value}: {reason_line(first)}): the kernel, not a config, "
                     "is at fault; fix it and run again")
         return ""
@@ -338,6 +338,17 @@ class Budgets:
 #: A run whose first trials all fail alike stops after this many: the kernel is broken
 #: (a typo, a wrong answer everywhere), and the rest of the space would fail the same way.
 ALIKE_FAILURES = 5
+
+
+#: How the stop for failures alike begins (:func:`stopped_alike` reads it back).
+ALIKE_STOP = "the first"
+
+
+def stopped_alike(stopped_by: str) -> int | None:
+    """How many configs failed alike where ``stopped_by`` (a run's stop, as study.json's
+    ``last_run`` keeps it) is the stop for failures alike; None where it is another."""
+    said = re.match(rf"{ALIKE_STOP} (\d+) configs all failed alike \(", stopped_by)
+    return int(said.group(1)) if said else None
 
 
 #: ... or after this many where they all share a label of a chosen axis (a value the
