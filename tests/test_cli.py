@@ -533,6 +533,8 @@ def test_a_rerun_after_failures_alike_with_nothing_changed_says_so_up_front(
     main([*args, "-p", "footprint=4KiB,8KiB"])
     out = capsys.readouterr().out
     assert "stopped: the first 5 configs all failed alike" in out
+    assert "is at fault; fix it and run again (with --force: a study refuses a changed " \
+        "kernel or space without it)\n" in out
     assert "nothing changed" not in out
     main([*args, "-p", "footprint=4KiB,8KiB"])
     notes = [x for x in capsys.readouterr().out.splitlines() if "nothing changed" in x]

@@ -312,7 +312,8 @@ class Budgets:
             first = self.alike[0]
             return (f"{ALIKE_STOP} {len(self.alike)} configs all failed alike "
                     f"({first.status.value}: {reason_line(first)}): the kernel, not a config, "
-                    "is at fault; fix it and run again")
+                    "is at fault; fix it and run again (with --force: a study refuses "
+                    "a changed kernel or space without it)")
         return ""
 
     def _shared(self) -> bool:
