@@ -219,7 +219,7 @@ def export_study(store: Storage, path: str | Path | None = None
     tops = problem_tops(won)
     rule = footprint_rule(won.meta.kernel, meta=won.meta)   # read once: a user kernel's source
     options = recorded_options(won.meta)
-    asked = _asked_of(won.meta)
+    asked = asked_of(won.meta)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
@@ -248,7 +248,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
     kernel's footprint rule over the problem's dimensions (:func:`rule_for`);
     ``options``: those the kernel is built from (:func:`recorded_options`); ``asked``:
     the problem the space asked for, where the device measured ``problem`` in its place
-    (:func:`_asked_of`)."""
+    (:func:`asked_of`)."""
     t, env = pick.trial, meta.environment
     cfg, stats = t.config, t.stats
     assert cfg is not None and stats is not None        # a pick always has both
@@ -478,7 +478,7 @@ def _space_as_run(meta: StudyMeta) -> Space | None:
     return None if differing(space) else space
 
 
-def _asked_of(meta: StudyMeta) -> Callable[[TrialRecord], Problem | None]:
+def asked_of(meta: StudyMeta) -> Callable[[TrialRecord], Problem | None]:
     """For a trial of the study, the problem its space asked for where the device's cap
     measured a smaller one (``rows=64 cols=1000``, where ``rows=16 cols=255`` was
     measured), else ``None``."""

@@ -13,7 +13,10 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
   (``source_hash``, as a tuning entry keeps it) and when (``tuned``), and where its
   final has not run yet, the sweep's winner with the ``note`` a tuning entry has; each
   winner's ``cache`` says whether it was measured cold (L2 flushed) or warm, and a GPU's
-  winners are of one mode (a study of the other is refused);
+  winners are of one mode (a study of the other is refused); a winner an interpreter
+  study measured smaller than its space asked (shrunk to fit 16 KiB) keeps the asked
+  problem beside the one measured (``asked_dims``, ``asked_footprint``, as a tuning entry
+  does), and ``pick`` and ``configs`` take either as the problem it was tuned at;
 - ``configs(k=4, gpu=None, cache="cold")``: the top ``k`` distinct configs for
   ``@triton.autotune`` (``k`` at least 1; without it 4) of winners measured in the cache
   mode ``cache`` (as :func:`sweeper.tuned` takes it: a GPU whose winners were measured
@@ -58,6 +61,7 @@ from sweeper.core._model import CACHE_MODES
 from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
+    asked_of,
     footprint_rule,
     kernel_declared,
     measured_source,
@@ -71,7 +75,7 @@ from sweeper.export import (
 )
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
-from sweeper.space import DTYPES, parse
+from sweeper.space import DTYPES, Problem, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 from sweeper.tuning import kernel_name
 from sweeper.winners import UNFINISHED
@@ -272,9 +276,17 @@ def autotune_key(kernel: str, dims: list[str],
                  "dimension)" if left else "")
 
 
-def _dims(key: ProblemKey) -> dict[str, int]:
+def _dims(key: ProblemKey | Problem) -> dict[str, int]:
     """A problem's dimensions, ``n`` (elements) for a 1-D one."""
     return dict(key.dims) or {"n": key.footprint // DTYPES[key.dtype]}
+
+
+def _asked(problem: Problem | None) -> dict[str, Any]:
+    """A winner's ``asked_dims`` and ``asked_footprint``: the problem its study's space
+    asked for where the device measured a smaller one (:func:`~sweeper.export.asked_of`),
+    as a tuning entry keeps them; none where it measured the problem asked for."""
+    return {} if problem is None else {"asked_dims": _dims(problem),
+                                       "asked_footprint": problem.footprint}
 
 
 def _config(t: TrialRecord) -> dict[str, Any]:
@@ -298,8 +310,9 @@ def gpu_section(won: StudyWinners) -> dict[str, Any]:
     every = problem_tops(won, k=None)               # ranked reads all, a winner its top
     tops = {key: ranked_configs[:dispatch.TOP_K] for key, ranked_configs in every.items()}
     source = measured_source(won.meta)
+    asked = asked_of(won.meta)
     winners = [{"study": won.meta.study, "dtype": key.dtype, "footprint": key.footprint,
-                "dims": _dims(key),
+                "dims": _dims(key), **_asked(asked(pick.trial)),
                 **_config(pick.trial), "cache": problem_of(pick.trial).cache,
                 "median_ms": pick.median_ms,
                 "chosen_by": pick.chosen_by, "trial": pick.trial.number,
@@ -512,7 +525,8 @@ key = list(_DATA["key"])
 DIMS = list(_DATA.get("dims", key))
 #: each GPU's facts (sms, l2_bytes), as the study recorded them
 GPUS = {g: dict(s["facts"]) for g, s in _DATA["gpus"].items()}
-#: per GPU, each problem's winner: dtype, dims, "config" (a triton.Config), grid, median_ms
+#: per GPU, each problem's winner: dtype, dims, "config" (a triton.Config), grid, median_ms;
+#: asked_dims where the device measured dims in place of a larger problem asked for
 WINNERS = {g: [{**w, "config": _config(w)} for w in s["winners"]]
            for g, s in _DATA["gpus"].items()}
 
@@ -579,7 +593,8 @@ def _grids(gpu):
 
 def pick(gpu=None, dtype=None, cache="cold", **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
-    tuned there, else the nearest tuned shape's winner (log space), of winners measured
+    tuned there (measured there, or asked there and measured smaller to fit its device),
+    else the nearest tuned shape's winner (log space), of winners measured
     in the cache mode cache (as configs() takes it).  Launched outside autotune, give
     grid its launch options (grid({**meta, **c.all_kwargs()})): a better config of the
     same kwargs may have been tuned with another grid."""
@@ -611,7 +626,10 @@ def _candidates(gpu, dtype, dims):
         raise KeyError(f"no problem tuned in dtype {dtype!r}")
     tops = [[(_ident(c), c["slowdown"]) for c in _top(w)] for w in tuned]
     by_ident = {_ident(c): c for w in tuned for c in _top(w)}
-    return [by_ident[i] for i in candidates([w["dims"] for w in tuned], tops, dims)]
+    # a winner measured smaller than its space asked (the interpreter's cap) is exact for
+    # the problem asked, as for the one measured; any other is as far as the one measured
+    problems = [dims if dims == w.get("asked_dims") else w["dims"] for w in tuned]
+    return [by_ident[i] for i in candidates(problems, tops, dims)]
 
 
 def _top(winner):

@@ -65,6 +65,17 @@ def load(path):
     return module
 
 
+def interpreted_module(space, studies, name):
+    """Run the study ``name`` of ``space`` on the interpreter into ``studies`` and export
+    it as the module ``tuned_<name>.py`` beside ``studies``; return the module's path."""
+    assert main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+                 "--quiet", "--no-report"]) == 0
+    out = studies.parent / f"tuned_{name}.py"
+    assert main(["export", str(studies / f"{name}-interpret"), "--format", "triton", "-o",
+                 str(out)]) == 0
+    return out
+
+
 def test_the_module_holds_the_finals_winners_ranked_configs_key_and_grid(tmp_path, capsys):
     store = study(tmp_path / "copy-fp32")
     out = tmp_path / "tuned_copy.py"
@@ -397,11 +408,7 @@ def test_the_key_names_only_the_kernels_arguments_and_dispatch_all_dims(tmp_path
         measure: {warmup: 1, repeat: 3}
     """)
     studies = tmp_path / "studies"
-    assert main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
-                 "--quiet", "--no-report"]) == 0
-    out = tmp_path / "tuned_centre.py"
-    assert main(["export", str(studies / "centre-interpret"), "--format", "triton", "-o",
-                 str(out)]) == 0
+    out = interpreted_module(space, studies, "centre")
     assert capsys.readouterr().out.rstrip().endswith(
         "configs(k=4) feeds @triton.autotune); key ['N']: M is no argument of the kernel "
         "(configs(**dims) and pick(**dims) take every dimension)")
@@ -425,6 +432,35 @@ def test_the_key_names_only_the_kernels_arguments_and_dispatch_all_dims(tmp_path
                  str(out)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("feeds @triton.autotune)")
     assert load(out).key == ["n_elements"]
+
+
+def test_a_winner_measured_shrunk_is_picked_exactly_by_the_problem_asked(tmp_path,
+                                                                         write_space):
+    """The interpreter measures 1 GiB as 8 KiB (n=2048) and 4 GiB as 16 KiB (n=4096):
+    each winner keeps the problem asked beside the one measured, as a tuning entry does,
+    and pick() by either is exact (by the asked n=2**28 it gave the nearest measured
+    problem's winner, 4 GiB's BLOCK=1024); a problem tuned at neither is as far as the
+    problem measured, as before."""
+    space = write_space("""
+        study: cp
+        kernel: copy
+        sampler: exhaustive
+        params:
+          grid: [sms]
+          block: [128]
+          shape: {zip: {footprint: [1GiB, 4GiB], BLOCK: [256, 1024]}}
+          dtype: [float32]
+        measure: {warmup: 1, repeat: 2, stop: fixed}
+    """)
+    mod = load(interpreted_module(space, tmp_path / "studies", "cp"))
+    winners = mod.WINNERS["Triton interpreter (CPU)"]
+    assert [(w["dims"], w["asked_dims"], w["footprint"], w["asked_footprint"])
+            for w in winners] == [({"n": 2048}, {"n": 1 << 28}, 8 << 10, 1 << 30),
+                                  ({"n": 4096}, {"n": 1 << 30}, 16 << 10, 4 << 30)]
+    assert [mod.pick(n=n).kwargs["BLOCK"] for n in (1 << 28, 2048, 1 << 30, 4096)] == [
+        256, 256, 1024, 1024]
+    assert [c.kwargs["BLOCK"] for c in mod.configs(n=1 << 28)] == [256]     # exact: its own
+    assert mod.pick(n=1 << 29).kwargs["BLOCK"] == 1024    # nearest measured: n=4096
 
 
 def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
