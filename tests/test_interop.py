@@ -136,6 +136,36 @@ def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):
     assert long["samples_ms"].notna().sum() == 4 * 50
 
 
+def test_a_trial_ruled_out_is_sized_as_the_problem_measured_not_half_asked(
+        tmp_path, monkeypatch):
+    """The interpreter measures rows=64 cols=1000 as rows=16 cols=255: the config the
+    constraint rules out gets that problem whole, as the measured trials have it (its
+    rows and cols columns held 64 and 1000 beside the measured footprint and dims), in
+    the Parquet export and the report's table alike; the report's table keeps the
+    problem asked in ``size_label``."""
+    from sweeper.report._tables import study_frame
+    from sweeper.store import StudyStore
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sm.yaml").write_text(
+        "study: sm\nkernel: softmax\nsampler: exhaustive\nparams:\n  grid: [rows]\n"
+        "  block: [32, 128]\n  BLOCK: [64, 256]\n  rows: [64]\n  cols: [1000]\n"
+        "  dtype: [float32]\nconstraints: [\"BLOCK >= 2 * block\"]\n"
+        "measure: {warmup: 1, repeat: 2, stop: fixed}\n")
+    assert main(["run", "sm.yaml", "--device", "interpret", "--quiet", "--no-report"]) == 0
+    assert main(["export", "studies/sm-interpret", "--format", "parquet", "-o", "t.parquet"]
+                ) == 0
+    sized = ["footprint", "dims", "rows", "cols"]
+    measured = [16 * 255 * 4, "rows=16 cols=255", 16, 255]
+    back = pd.read_parquet(tmp_path / "t.parquet")
+    assert back["status"].tolist() == ["invalid", "ok", "ok", "ok"]
+    assert back[sized].values.tolist() == [measured] * 4
+    store = StudyStore(tmp_path / "studies" / "sm-interpret")
+    table = study_frame(store.study_meta(), store.records()[0])
+    assert table[sized].values.tolist() == [measured] * 4
+    assert set(table["size_label"]) == {"rows=64 cols=1000"}
+
+
 def test_the_trials_of_a_study_forced_past_a_kernel_edit_name_their_source(
         tmp_path, monkeypatch, capsys):
     """A study resumed with --force after its kernel was edited lists the trials of both

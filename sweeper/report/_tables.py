@@ -56,7 +56,7 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
     columns = list(_trial_row(blank, meta_names, dim_names, ceilings, headline))
     rows = [list(_trial_row(t, meta_names, dim_names, ceilings, headline).values())
             for t in trials]
-    df = _fill_footprints(pd.DataFrame(rows, columns=columns))
+    df = _fill_footprints(pd.DataFrame(rows, columns=columns), dim_names)
     df.attrs["dims"] = dim_names
     df.attrs["meta"] = list(meta_names)
     return df
@@ -117,19 +117,24 @@ def _dims_text(problem: Problem) -> str:
     return "" if problem.sized_by_footprint else show_dims(problem.dims)
 
 
-def _fill_footprints(df: pd.DataFrame) -> pd.DataFrame:
-    """Trials ruled out before they were resolved get the footprint and dimensions that
-    trials of the same size labels ran at (capped ones on the interpreter), else the
-    label's own size, so each belongs to the problem it would have been measured in."""
+def _fill_footprints(df: pd.DataFrame, dim_names: Sequence[str]) -> pd.DataFrame:
+    """Trials ruled out before they were resolved get the footprint and dimensions (the
+    ``dims`` text and each of ``dim_names``' columns) that trials of the same size labels
+    ran at (capped ones on the interpreter), else the label's own size, so each belongs
+    to the problem it would have been measured in and no row mixes the problem asked
+    (``size_label``) with the one measured."""
     if df.empty:
         return df
-    ran = df.dropna(subset=["footprint"]).groupby("size_label")[["footprint", "dims"]].first()
+    sized = ["footprint", "dims", *dim_names]
+    ran = df.dropna(subset=["footprint"]).groupby("size_label")[sized].first()
     for i in df.index[df["footprint"].isna()]:
         label = df.at[i, "size_label"]
-        found = label in ran.index
-        df.at[i, "footprint"] = ran.at[label, "footprint"] if found else _size(label)
-        df.at[i, "dims"] = ran.at[label, "dims"] if found else (
-            "" if df.at[i, "footprint_label"] else label)
+        if label in ran.index:
+            for column in sized:
+                df.at[i, column] = ran.at[label, column]
+            continue
+        df.at[i, "footprint"] = _size(label)
+        df.at[i, "dims"] = "" if df.at[i, "footprint_label"] else label
     return df
 
 
