@@ -453,10 +453,11 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
     submodule no folder of its package holds (:func:`_missing_submodule`) and an
     attribute the module's source shows it never binds
     (:func:`~sweeper.kernels._unimported.names_bound`), each refused as ``run`` refuses
-    it."""
+    it, as is a module whose source does not compile
+    (:func:`~sweeper.kernels._unimported.compile_error`), at the line ``run`` names."""
     import importlib.util
 
-    from sweeper.kernels._unimported import names_bound
+    from sweeper.kernels._unimported import compile_error, names_bound
 
     found = find(kind, name)
     if found.builtin or found.entry_point is not None:
@@ -475,6 +476,9 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
         if missing is not None:
             raise _cannot_load(found, ModuleNotFoundError(f"No module named {missing!r}",
                                                           name=missing))
+        refused = compile_error(found.target)
+        if refused is not None:                         # what importing it raises first
+            raise _import_raised(found, refused, refused.msg, _where(refused))
         bound = names_bound(found.target)
     if bound is not None:
         module, _, attr = found.target.partition(":")

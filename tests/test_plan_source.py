@@ -420,6 +420,19 @@ rowsum = sweeper.kernel(launch, inputs={"x": "rows, cols"}, outputs={"y": "rows"
 '''
 
 
+def _plan_then_run(tmp_path: Path, capsys, name: str, marker: Path
+                   ) -> tuple[int, str, str, int, str]:
+    """Plan, then run, a space of kernel ``name:rowsum``: plan's status, output and
+    errors (its module left unimported), then run's status and errors."""
+    rc, out, planned = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowsum"))
+    assert not marker.exists()
+    ran = main(["run", str(tmp_path / "s.yaml"), "--device", "interpret", "--studies-dir",
+                str(tmp_path / "studies")])
+    said = capsys.readouterr().err
+    sys.modules.pop(name, None)
+    return rc, out, planned, ran, said
+
+
 @pytest.mark.parametrize("source, old, new", [
     (ROWSUM, "def rowsum(x, y, config)", "def rowsum(inp, y, config)"),
     (ROWSUM, "def rowsum(x, y, config)", "def rowsum(x, y, config, *, scale: float, shift=0.5)"),
@@ -447,16 +460,27 @@ def test_plan_refuses_a_declaration_as_run_does(module, tmp_path, capsys, source
     dims= (plan and run named different first errors)."""
     assert old in source
     name, marker = module(source.replace(old, new))
-    text = SPACE.format(kernel=f"{name}:rowsum")
-    rc, out, planned = _plan(tmp_path, capsys, text)
-    assert not marker.exists()
-    ran = main(["run", str(tmp_path / "s.yaml"), "--device", "interpret", "--studies-dir",
-                str(tmp_path / "studies")])
-    said = capsys.readouterr().err
-    sys.modules.pop(name, None)
+    rc, out, planned, ran, said = _plan_then_run(tmp_path, capsys, name, marker)
     assert ran == 2 and said.count("\n") == 1 and "Traceback" not in said, said
     assert (rc, out, planned) == (2, "", said)
     assert not (tmp_path / "studies").exists()
+
+
+@pytest.mark.parametrize("old, new, line", [
+    ("    pass\n", "    print(sep=1, sep=2)\n", 12),
+    ("import sweeper\n", "import sweeper\nreturn None\n", 5),
+    ("    pass\n", "    pass(\n", 12),
+], ids=["repeated-keyword", "return-outside-function", "unparsable"])
+def test_plan_refuses_a_module_that_does_not_compile_as_run_does(module, tmp_path, capsys,
+                                                                   old, new, line):
+    """A module that does not compile (a keyword repeated in a call, ``return`` outside
+    a function, which the parser accepts; or one the parser refuses) got from plan no
+    error, or a missing attribute, where run's import raises SyntaxError at its line.
+    Plan now compiles the source (running none of it) and says what run says."""
+    name, marker = module(ROWSUM.replace(old, new, 1))
+    rc, out, planned, ran, said = _plan_then_run(tmp_path, capsys, name, marker)
+    assert ran == 2 and "raised SyntaxError: " in said and f"(at {name}.py:{line}: " in said
+    assert (rc, out, planned) == (2, "", said)
 
 
 def test_plan_says_which_checks_of_a_declaration_it_could_not_make(module, tmp_path, capsys):

@@ -187,6 +187,28 @@ def module_source_hash(target: str) -> str | None:
     return hash_of_source(text + own_source(module, found) if text else text)
 
 
+def compile_error(target: str) -> SyntaxError | None:
+    """The :class:`SyntaxError` importing the module of ``module:attr`` ``target`` would
+    raise first, found by compiling (never running) the source of each module the import
+    runs, its packages' ``__init__`` first, as the import system compiles it: one the
+    parser refuses (``def f(:``) and one only the compiler does (``f(a=1, a=2)``,
+    ``return`` outside a function).  ``None`` where each found compiles, or where one
+    cannot be read (importing it tells)."""
+    parts = target.partition(":")[0].split(".")
+    for depth in range(1, len(parts) + 1):
+        found = module_file(".".join(parts[:depth]))
+        if found is None:                   # a namespace package's folder: nothing to run
+            continue
+        try:
+            source = Path(found).read_bytes()
+            compile(source, found, "exec", dont_inherit=True)   # as importlib compiles it
+        except SyntaxError as err:
+            return err
+        except (OSError, ValueError, RecursionError, MemoryError):
+            return None
+    return None
+
+
 #: Names through which a module may bind a top-level name its source never spells out.
 _DYNAMIC = frozenset({"globals", "setattr", "exec", "eval", "vars", "locals", "__dict__",
                       "__getattr__"})
