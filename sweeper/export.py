@@ -131,7 +131,8 @@ def warn_without_winner(won: StudyWinners) -> None:
                       stacklevel=user_stacklevel())
 
 
-def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None = None) -> None:
+def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
+                        recorded: Space | SweeperError | None) -> None:
     """Warn (:class:`StaleTuningWarning`), once, where the kernel's source now is not the
     one the study measured (:func:`measured_source`): the winners are exported all the
     same, as measured, and each lookup of them will warn; this says so at export, with
@@ -139,20 +140,18 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None = None) 
     (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
     hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
     its space's options (``cuda``) is hashed from those the study's space recorded
-    (``options``, where the caller read them: :func:`recorded_options`).  Where the
-    study's recorded space no longer reads here (:func:`recorded_space`), that is said
+    (``options``: :func:`recorded_options`).  Where the study's recorded space no longer
+    reads here (``recorded``, the caller's :func:`recorded_space`), that is said
     instead, once: the check is not made, and what the export takes from the space is
     left out (its footprint rule; its options too where the recorded text gives none)."""
     from sweeper.kernels import source_hash_now
 
     measured = measured_source(meta)
-    unread = recorded_space(meta)
-    if isinstance(unread, SweeperError):
+    if isinstance(recorded, SweeperError):
         unchecked = ("the source of its kernel is not checked against the one it measured, "
                      "and " if measured is not None else "")
-        kept = options if options is not None else recorded_options(meta)
-        taken = "footprint rule" if kept else "options and footprint rule"   # options: its text's
-        warnings.warn(f"study {meta.study}: its space no longer reads here ({unread}): "
+        taken = "footprint rule" if options else "options and footprint rule"  # its text's
+        warnings.warn(f"study {meta.study}: its space no longer reads here ({recorded}): "
                       f"{unchecked}what the export takes from it (the kernel's {taken}) is "
                       "left out; run the export from the folder the study was run in, with "
                       "the files its space names there", StaleTuningWarning,
@@ -160,7 +159,7 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None = None) 
         return
     if measured is None:
         return
-    now = source_hash_now(meta.kernel, recorded_options(meta) if options is None else options)
+    now = source_hash_now(meta.kernel, options)
     if now is None or now == measured:
         return
     warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
@@ -217,9 +216,10 @@ def export_study(store: Storage, path: str | Path | None = None
     won = study_winners(store)
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
-    rule = footprint_rule(won.meta.kernel, meta=won.meta)   # read once: a user kernel's source
+    recorded = recorded_space(won.meta)                # read once, as the files are now
+    rule = footprint_rule(won.meta.kernel, recorded=recorded)   # once: a user kernel's source
     options = recorded_options(won.meta)
-    asked = asked_of(won.meta)
+    asked = asked_of(won.meta, recorded)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
@@ -231,7 +231,7 @@ def export_study(store: Storage, path: str | Path | None = None
     data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     warn_without_winner(won)
-    warn_source_changed(won.meta, options)
+    warn_source_changed(won.meta, options, recorded)
     return target, [e.to_json() for e in entries]
 
 
@@ -298,7 +298,7 @@ def kernel_declared(kernel: str) -> type[Kernel] | SweeperError:
 
 
 def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None,
-                   meta: StudyMeta | None = None) -> Expr | None:
+                   recorded: Space | SweeperError | None = None) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
     ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
     be read there: a user kernel whose source says no ``footprint_bytes`` and left some
@@ -306,17 +306,17 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
     ``dims`` not literals) would give the rule of a kernel over ``n`` alone, a guess.
     A kernel that takes its dimensions and footprint as options of the space
     (``cuda``'s ``dims`` and ``footprint_bytes``) has the rule the study's space
-    declared (``meta``: the study's, whose ``space_text`` is read again without user
-    code); ``None`` without it or where that space no longer reads (its ``.cu`` file
-    gone).  ``declared``: its declaration read already (:func:`kernel_declared`), else
-    it is read here."""
+    declared (``recorded``: the study's space read again, :func:`recorded_space`);
+    ``None`` without it or where that space no longer reads (its ``.cu`` file gone).
+    ``declared``: its declaration read already (:func:`kernel_declared`), else it is
+    read here."""
     from sweeper.core._problem import shape_of
 
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return None
     if "footprint_bytes" in getattr(declared, "options", {}):
-        return _space_rule(meta)
+        return recorded.shape.footprint if isinstance(recorded, Space) else None
     unread: tuple[str, ...] = getattr(declared, "unread", ())
     if unread and "footprint_bytes" not in vars(declared):
         return None
@@ -324,20 +324,6 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
         return shape_of(declared).footprint
     except SweeperError:
         return None
-
-
-def _space_rule(meta: StudyMeta | None) -> Expr | None:
-    """The footprint rule the study's recorded space declares, or ``None`` where there is
-    no such space or it no longer reads."""
-    space = _recorded_space(meta)
-    return None if space is None else space.shape.footprint
-
-
-def _recorded_space(meta: StudyMeta | None) -> Space | None:
-    """The space the study recorded (:func:`recorded_space`); ``None`` where there is none
-    or it no longer reads."""
-    space = recorded_space(meta)
-    return space if isinstance(space, Space) else None
 
 
 def recorded_space(meta: StudyMeta | None) -> Space | SweeperError | None:
@@ -433,33 +419,43 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
     return target, len(rows), len(ran) - len(trials)
 
 
-def _shrunk_of(meta: StudyMeta) -> tuple[int | None, Space | None, tuple[Shrunk, ...]]:
+def _shrunk_of(meta: StudyMeta, recorded: Space | SweeperError | None
+               ) -> tuple[int | None, Space | None, tuple[Shrunk, ...]]:
     """The cap on footprints the study's device measured under (the interpreter's;
-    ``None``: none), its recorded space, and each problem of that space the cap shrank
+    ``None``: none), its recorded space (``recorded``, :func:`recorded_space`) as the run
+    had it, and each problem of that space the cap shrank
     (:func:`~sweeper.space.shrunk_problems`; none where the space no longer reads)."""
     from sweeper.space import shrunk_problems
 
     env = meta.environment
-    cap = env.get("max_footprint") or (env.get("recorded") or {}).get("max_footprint")
-    if not cap:
+    cap = _cap(meta)
+    if cap is None:
         return None, None, ()
-    space = _space_as_run(meta)
-    return int(cap), space, () if space is None else shrunk_problems(
+    space = _space_as_run(meta, recorded)
+    return cap, space, () if space is None else shrunk_problems(
         space, {"sms": int(env.get("sms") or 1), "l2_bytes": int(env.get("l2_bytes") or 0)},
-        int(cap))
+        cap)
 
 
-def _space_as_run(meta: StudyMeta) -> Space | None:
-    """The study's recorded space with its problem's axes (``dtype`` and the size axes)
-    as the run had them (a ``-p footprint=1MiB`` replaced the text's), read without user
-    code; ``None`` where it no longer reads, or its problem's axes cannot be made the
-    run's (a ``-p`` on a zipped axis): what the study asked for is then not told, rather
-    than told wrong."""
+def _cap(meta: StudyMeta) -> int | None:
+    """The cap on footprints the study's device measured under (the interpreter's), or
+    ``None``."""
+    env = meta.environment
+    cap = env.get("max_footprint") or (env.get("recorded") or {}).get("max_footprint")
+    return int(cap) if cap else None
+
+
+def _space_as_run(meta: StudyMeta, recorded: Space | SweeperError | None) -> Space | None:
+    """The study's recorded space (``recorded``) with its problem's axes (``dtype`` and
+    the size axes) as the run had them (a ``-p footprint=1MiB`` replaced the text's),
+    read without user code; ``None`` where it no longer reads, or its problem's axes
+    cannot be made the run's (a ``-p`` on a zipped axis): what the study asked for is
+    then not told, rather than told wrong."""
     from sweeper.space import parse_space
 
-    space = _recorded_space(meta)
-    if space is None:
+    if not isinstance(recorded, Space):
         return None
+    space = recorded
 
     def differing(s: Space) -> list[str]:
         return [n for n in ("dtype", *s.sizes)
@@ -478,13 +474,14 @@ def _space_as_run(meta: StudyMeta) -> Space | None:
     return None if differing(space) else space
 
 
-def asked_of(meta: StudyMeta) -> Callable[[TrialRecord], Problem | None]:
+def asked_of(meta: StudyMeta, recorded: Space | SweeperError | None
+             ) -> Callable[[TrialRecord], Problem | None]:
     """For a trial of the study, the problem its space asked for where the device's cap
     measured a smaller one (``rows=64 cols=1000``, where ``rows=16 cols=255`` was
-    measured), else ``None``."""
+    measured), else ``None``; ``recorded``: the study's space (:func:`recorded_space`)."""
     from sweeper.core._problem import SizeError
 
-    _, space, shrunk = _shrunk_of(meta)
+    _, space, shrunk = _shrunk_of(meta, recorded)
     if space is None or not shrunk:
         return lambda t: None
     sizes = space.sizes
@@ -503,9 +500,10 @@ def _shrink_header(meta: StudyMeta) -> dict[str, Any]:
     and ``shrunk``, what each problem asked for was measured as (the rows keep the sizes
     asked, their timings are those of the problem measured); none where there was no
     cap."""
-    cap, _, shrunk = _shrunk_of(meta)
+    cap = _cap(meta)
     if cap is None:
         return {}
+    _, _, shrunk = _shrunk_of(meta, recorded_space(meta))
     dtypes = len({s.dtype for s in shrunk}) > 1
     return {"max_footprint": cap,
             **({"shrunk": "; ".join(s.describe(dtypes) for s in shrunk)} if shrunk else {})}

@@ -68,6 +68,7 @@ from sweeper.export import (
     output_file,
     problem_tops,
     recorded_options,
+    recorded_space,
     rule_for,
     study_winners,
     warn_source_changed,
@@ -75,7 +76,7 @@ from sweeper.export import (
 )
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
-from sweeper.space import DTYPES, Problem, parse
+from sweeper.space import DTYPES, Problem, Space, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 from sweeper.tuning import kernel_name
 from sweeper.winners import UNFINISHED
@@ -123,6 +124,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     kernel = won.meta.tuned_name
     kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
     options = recorded_options(won.meta)
+    recorded = recorded_space(won.meta)             # read once, as the files are now
     mine = kernel_name(kernel, kernel_path, options)
     # a module written before kernel_path (or kernel_options) was kept is taken to hold
     # this kernel's path (its options)
@@ -131,7 +133,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     if held != mine:
         raise SweeperError(f"{target}: holds kernel {held!r}, not {mine!r}; one module per "
                            "kernel: give another -o")
-    section = gpu_section(won)
+    section = gpu_section(won, recorded)
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
@@ -145,7 +147,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         raise SweeperError(f"{target}: {clash}; one cache mode per GPU in a module, so that "
                            "no winner stands in for the other's: give another -o")
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
-    rule = rule_for(footprint_rule(won.meta.kernel, declared, won.meta),
+    rule = rule_for(footprint_rule(won.meta.kernel, declared, recorded),
                     next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
@@ -153,7 +155,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    warn_source_changed(won.meta, options)
+    warn_source_changed(won.meta, options, recorded)
     return TritonExport(target, section, note, [
         f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
         if problem_of(pick.trial) in won.unfinished])
@@ -304,13 +306,16 @@ def _identity(config: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in config.items() if k != "grid"}, sort_keys=True)
 
 
-def gpu_section(won: StudyWinners) -> dict[str, Any]:
-    """One GPU's part of the module: facts, winners per problem, ranked distinct configs."""
+def gpu_section(won: StudyWinners, recorded: Space | SweeperError | None
+                ) -> dict[str, Any]:
+    """One GPU's part of the module: facts, winners per problem, ranked distinct configs;
+    ``recorded``: the study's space read again (:func:`~sweeper.export.recorded_space`),
+    which tells the problem asked where a smaller one was measured."""
     env = won.meta.environment
     every = problem_tops(won, k=None)               # ranked reads all, a winner its top
     tops = {key: ranked_configs[:dispatch.TOP_K] for key, ranked_configs in every.items()}
     source = measured_source(won.meta)
-    asked = asked_of(won.meta)
+    asked = asked_of(won.meta, recorded)
     winners = [{"study": won.meta.study, "dtype": key.dtype, "footprint": key.footprint,
                 "dims": _dims(key), **_asked(asked(pick.trial)),
                 **_config(pick.trial), "cache": problem_of(pick.trial).cache,
