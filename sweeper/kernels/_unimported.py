@@ -519,17 +519,18 @@ class _Reader:
         same words), the functions it is given stood in for by their signatures."""
         from sweeper.kernels._short_form import Declaration
 
+        values = self.keyword_values(call)
         given: dict[str, Any] = {}
         unread: list[str] = []
         for keyword in call.keywords:
             if keyword.arg == "name" or keyword.arg in SHORT_KEYWORDS:
-                try:
-                    given[keyword.arg] = self.autotuner(keyword.value) \
-                        if keyword.arg == "autotuned" else self.read(keyword.value)
-                except NotLiteral as err:
-                    unread.append(f"{keyword.arg}= at {self.where(keyword.value)} ({err})")
+                value = values[keyword.arg]
+                if isinstance(value, NotLiteral):
+                    unread.append(f"{keyword.arg}= at {self.where(keyword.value)} ({value})")
+                else:
+                    given[keyword.arg] = value
         stand_in = self.function(launch, launch=True)
-        whole = self.keywords(call)
+        whole = self.keywords(call, values)
         unchecked = None
         if isinstance(whole, str) or stand_in is None or unread or len(call.args) > 1:
             unchecked = whole if isinstance(whole, str) else \
@@ -554,29 +555,42 @@ class _Reader:
             attrs["unchecked_refusal"] = f"its refuse= at {self.where(refuse)}"
         return SourceDeclaration(target, attrs, tuple(unread))
 
-    def keywords(self, call: ast.Call) -> dict[str, Any] | str:
-        """The keywords of ``sweeper.kernel`` call ``call`` as importing it would pass
-        them: literals as they are, a function (:data:`CODE`) as :meth:`function` stands
-        in for it; where one is neither (or ``**`` passes them), which one, and where."""
+    def keyword_values(self, call: ast.Call) -> dict[str, Any]:
+        """Each keyword ``sweeper.kernel`` takes that call ``call`` gives, read once: its
+        value (``autotuned=``: as :meth:`autotuner` reads it), or the :class:`NotLiteral`
+        reading it raised."""
         from sweeper.kernels._short_form import Declaration
 
         taken = {field.name for field in fields(Declaration)}
+        values: dict[str, Any] = {}
+        for keyword in call.keywords:
+            if keyword.arg in taken:
+                try:
+                    values[keyword.arg] = self.autotuner(keyword.value) \
+                        if keyword.arg == "autotuned" else self.read(keyword.value)
+                except NotLiteral as err:
+                    values[keyword.arg] = err
+        return values
+
+    def keywords(self, call: ast.Call, values: Mapping[str, Any]) -> dict[str, Any] | str:
+        """The keywords of ``sweeper.kernel`` call ``call`` as importing it would pass
+        them (``values``: :meth:`keyword_values`): literals as they are, a function
+        (:data:`CODE`) as :meth:`function` stands in for it; where one is neither (or
+        ``**`` passes them), which one, and where."""
         out: dict[str, Any] = {}
         for keyword in call.keywords:
             why = f"its {keyword.arg or '**'}= at {self.where(keyword.value)}, which only " \
                 "running the module gives"
-            if keyword.arg not in taken:            # ** or a keyword it does not take
+            arg = keyword.arg
+            if arg is None or arg not in values:    # ** or a keyword it does not take
                 return why
-            try:
-                out[keyword.arg] = self.autotuner(keyword.value) \
-                    if keyword.arg == "autotuned" else self.read(keyword.value)
+            if not isinstance(values[arg], NotLiteral):
+                out[arg] = values[arg]
                 continue
-            except NotLiteral:
-                pass
-            function = self.function(keyword.value) if keyword.arg in CODE else None
-            if function is None or (keyword.arg == "inputs" and function.__code__ is None):
+            function = self.function(keyword.value) if arg in CODE else None
+            if function is None or (arg == "inputs" and function.__code__ is None):
                 return why                  # (inputs: a factory only where it is one)
-            out[keyword.arg] = function
+            out[arg] = function
         missing = {"inputs", "outputs", "reference"} - set(out)
         return out if not missing else f"its {min(missing)}=, not given"
 
