@@ -38,13 +38,20 @@ LIBRARIES = frozenset({"sweeper", "triton", "torch"})
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
 
 
+def theirs(module: str) -> bool:
+    """Whether ``module`` (``a.b``) is of :data:`LIBRARIES` or the standard library, by
+    its top-level name: never one of the user's own, wherever its file is."""
+    top = module.partition(".")[0]
+    return top in LIBRARIES or top in sys.stdlib_module_names
+
+
 def own_modules(name: str, file: str | Path) -> list[tuple[str, Path]]:
     """The user's own modules (name, file) that module ``name`` (read from ``file``)
     imports, directly or through one another, in the order first imported; not ``name``
     itself.  Empty for a module of :data:`LIBRARIES` or the standard library."""
     top = name.partition(".")[0]
     own = Path(file).resolve()
-    if top in LIBRARIES or top in sys.stdlib_module_names:
+    if theirs(name):
         return []
     up = name.count(".") + (own.name == "__init__.py")
     root = own.parents[min(up, len(own.parents) - 1)]
@@ -53,8 +60,7 @@ def own_modules(name: str, file: str | Path) -> list[tuple[str, Path]]:
     while todo:
         module, path = todo.pop(0)
         for imported in _imported(module, path, _text_of(module, path)):
-            first = imported.partition(".")[0]
-            if first in LIBRARIES or first in sys.stdlib_module_names:
+            if theirs(imported):
                 continue
             resolved = _file_of(imported)
             if resolved is None or resolved in seen or \
@@ -129,8 +135,7 @@ class _AsRead:
 
     def find_spec(self, name: str, path: Sequence[str] | None = None, target: Any = None
                   ) -> importlib.machinery.ModuleSpec | None:
-        top = name.partition(".")[0]
-        if top in LIBRARIES or top in sys.stdlib_module_names:
+        if theirs(name):
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader \
@@ -229,15 +234,8 @@ def user_module_root(module: str, folders: Sequence[str | Path]) -> Path | None:
     (the working folder first), nothing imported: ``None`` for a module of
     :data:`LIBRARIES`, the standard library's or an installed package's, or one not
     found.  Importing it with that folder first on the import path imports that file."""
-    top = module.partition(".")[0]
-    if top in LIBRARIES or top in sys.stdlib_module_names:
-        return None
-    for base in [*folders, os.getcwd(), *sys.path]:
-        found = module_file_in(module, base)
-        if found is not None:
-            return None if _installed(Path(found).resolve()) else \
-                Path(base or os.curdir).resolve()
-    return None
+    found = _own_found(module, folders)
+    return None if found is None else Path(found[0] or os.curdir).resolve()
 
 
 def user_module_file(module: str) -> Path | None:
@@ -245,14 +243,21 @@ def user_module_file(module: str) -> Path | None:
     :func:`module_file` finds it (the working folder first), nothing imported: ``None``
     for a module of :data:`LIBRARIES`, the standard library's or an installed package's
     (their versions are a study's fingerprint's), or one not found."""
-    top = module.partition(".")[0]
-    if top in LIBRARIES or top in sys.stdlib_module_names:
+    found = _own_found(module, ())
+    return None if found is None else Path(found[1]).resolve()
+
+
+def _own_found(module: str, folders: Sequence[str | Path]) -> tuple[str | Path, str] | None:
+    """The folder and the source file the user's own ``module`` is found in, the
+    ``folders`` first, then the import path as :func:`module_file` reads it; ``None`` for
+    one of theirs (:func:`theirs`), an installed package's, or one not found."""
+    if theirs(module):
         return None
-    found = module_file(module)
-    if found is None:
-        return None
-    path = Path(found).resolve()
-    return None if _installed(path) else path
+    for base in [*folders, os.getcwd(), *sys.path]:
+        found = module_file_in(module, base)
+        if found is not None:
+            return None if _installed(Path(found).resolve()) else (base, found)
+    return None
 
 
 def _file_of(name: str) -> Path | None:
