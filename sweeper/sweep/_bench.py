@@ -104,14 +104,12 @@ class Bench:
         refuses (a ``ValueError``) is invalid, with its reason."""
         try:
             refusal = self.kernel.cannot_launch(config, self.device.torch_device)
-        except RefusalFailed as err:
-            status, reason = classify(err)
-            debug_failure(config, status, err)
-            return TrialResult(status, reason)
         except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
             status, reason = classify(err)
             debug_failure(config, status, err)
-            return TrialResult(status, f"asking whether the kernel can launch it: {reason}")
+            asked = "" if isinstance(err, RefusalFailed) else \
+                "asking whether the kernel can launch it: "     # (a refusal names its rule)
+            return TrialResult(status, f"{asked}{reason}")
         if refusal is not None:
             return TrialResult(TrialStatus.INVALID, refusal)
         try:
