@@ -188,11 +188,7 @@ def recorded_kernel_options(text: str, *, file: str = "<space>",
     value = data.get("kernel") if isinstance(data, dict) else None
     if value is None:
         raise parser.error("", "missing key 'kernel'; give a built-in name or module:attr")
-    if isinstance(value, dict) and "name" not in value:
-        raise parser.error("kernel", "a kernel mapping needs a name: "
-                           "{name: KERNEL, OPTION: value, ...}")
-    name = value["name"] if isinstance(value, dict) else value
-    return parser.kernel_options(value, parser.kernel(name, None), checked=False)
+    return parser.named(value, None, checked=False)[2]
 
 
 class _Parser:
@@ -761,12 +757,7 @@ class _Parser:
         the space's ``params`` (``Kernel.specialize``, its error located at the option it
         names) becomes ``kernel_cls``, its problem dimensions ``shape``: a declaration that
         is wrong, or a dimension named like an axis, is an error at the ``kernel`` line."""
-        if isinstance(value, dict) and "name" not in value:
-            raise self.error("kernel", "a kernel mapping needs a name: "
-                             "{name: KERNEL, OPTION: value, ...}")
-        name = value["name"] if isinstance(value, dict) else value
-        kernel = self.kernel(name, params)
-        options = self.kernel_options(value, kernel)
+        name, kernel, options = self.named(value, params)
         try:
             kernel = kernel.specialize(dict(options), params)
             self.shape = shape_of(kernel)
@@ -782,6 +773,18 @@ class _Parser:
                              "has the name of an axis or a device fact; rename it")
         self.kernel_cls = kernel
         return name, options
+
+    def named(self, value: Any, params: Any, *, checked: bool = True
+              ) -> tuple[str, type[KernelDeclaration], tuple[tuple[str, str], ...]]:
+        """The kernel ``kernel:`` names (a name, or a mapping of its name and options): its
+        name, its declaration (:meth:`kernel`) and the options given it
+        (:meth:`kernel_options`, ``checked`` as there)."""
+        if isinstance(value, dict) and "name" not in value:
+            raise self.error("kernel", "a kernel mapping needs a name: "
+                             "{name: KERNEL, OPTION: value, ...}")
+        name = value["name"] if isinstance(value, dict) else value
+        kernel = self.kernel(name, params)
+        return name, kernel, self.kernel_options(value, kernel, checked=checked)
 
     def dtype_name(self, raw: Any, path: str) -> str:
         """The torch name of the dtype ``raw`` names (a name or an alias: ``fp32``,
