@@ -244,6 +244,27 @@ def test_a_cuda_kernel_s_include_that_appears_is_watched_and_hashed(tmp_path):
     assert header in kernel.source_files()
 
 
+def _cuda_with_headers(tmp_path, head, part_text):
+    """A ``cuda`` kernel's space in ``tmp_path`` whose ``copy.cu`` begins with ``head`` and
+    includes ``sub/part.cuh`` (``part_text``), with a ``common.h`` beside it, every file
+    written long enough ago to be settled: the three files and the kernel loaded."""
+    from sweeper.kernels import load_kernel
+    from sweeper.space import load_space
+    from tests.test_cuda_kernel import COPY_CU, space_text
+
+    cu, part, common = tmp_path / "copy.cu", tmp_path / "sub" / "part.cuh", \
+        tmp_path / "common.h"
+    part.parent.mkdir(exist_ok=True)
+    cu.write_text(head + '#include "sub/part.cuh"\n' + COPY_CU.read_text())
+    part.write_text(part_text)
+    common.write_text("#define SCALE 1\n")
+    for path in (cu, part, common):
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    (tmp_path / "space.yaml").write_text(space_text())
+    space = load_space(tmp_path / "space.yaml")
+    return cu, part, common, load_kernel(space.kernel, space.kernel_options)
+
+
 def test_a_cuda_kernel_s_header_found_through_the_source_s_folder_is_watched_and_hashed(
         tmp_path):
     """NVRTC compiles with ``-I`` of the ``.cu`` file's folder, so a header in a subfolder
@@ -251,23 +272,10 @@ def test_a_cuda_kernel_s_header_found_through_the_source_s_folder_is_watched_and
     it: that file is part of the source (hashed, watched, keyed in the compile cache) as
     one beside its includer is, and one written later beside the includer, which NVRTC
     would take first, is watched for."""
-    from sweeper.kernels import load_kernel
     from sweeper.kernels._cuda_spec import sources
-    from sweeper.space import load_space
-    from tests.test_cuda_kernel import COPY_CU, space_text
 
-    cu, part, common = tmp_path / "copy.cu", tmp_path / "sub" / "part.cuh", \
-        tmp_path / "common.h"
-    part.parent.mkdir()
-    cu.write_text('#include "sub/part.cuh"\n' + COPY_CU.read_text())
-    part.write_text('#include "common.h"\n')
-    common.write_text("#define SCALE 1\n")
-    for path in (cu, part, common):
-        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    cu, part, common, kernel = _cuda_with_headers(tmp_path, "", '#include "common.h"\n')
     assert list(sources(cu)) == [cu, part, common]
-    (tmp_path / "space.yaml").write_text(space_text())
-    space = load_space(tmp_path / "space.yaml")
-    kernel = load_kernel(space.kernel, space.kernel_options)
     assert {cu, part, common} <= set(kernel.source_files())
     assert tmp_path / "sub" / "common.h" in kernel.source_files()
     watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
@@ -285,26 +293,15 @@ def test_a_cuda_kernel_s_header_included_in_angle_brackets_from_its_folder_is_it
     (never beside a header of a subfolder): that file is part of the source as a quoted
     one is, and one the folder lacks (``<cuda_fp16.h>``) is a system header left out, its
     path in the folder watched in case one is written there."""
-    from sweeper.kernels import load_kernel
     from sweeper.kernels._cuda_spec import absent_includes, sources
-    from sweeper.space import load_space
-    from tests.test_cuda_kernel import COPY_CU, space_text
 
-    cu, part, common = tmp_path / "copy.cu", tmp_path / "sub" / "part.cuh", \
-        tmp_path / "common.h"
-    part.parent.mkdir()
-    cu.write_text('#include <cuda_fp16.h>\n#include "sub/part.cuh"\n' + COPY_CU.read_text())
-    part.write_text("#include <common.h>\n")
-    common.write_text("#define SCALE 1\n")
+    (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "common.h").write_text("#define SCALE 9\n")   # not where <> looks
-    for path in (cu, part, common):
-        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    cu, part, common, kernel = _cuda_with_headers(tmp_path, "#include <cuda_fp16.h>\n",
+                                                  "#include <common.h>\n")
     files = sources(cu)
     assert list(files) == [cu, part, common]
     assert absent_includes(files) == (tmp_path / "cuda_fp16.h",)
-    (tmp_path / "space.yaml").write_text(space_text())
-    space = load_space(tmp_path / "space.yaml")
-    kernel = load_kernel(space.kernel, space.kernel_options)
     watch, source = SourceWatch(kernel.source_files()), kernel.source_hash()
     common.write_text("#define SCALE 2\n")      # saved while the sweep runs
     assert watch.edited() == common
