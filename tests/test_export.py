@@ -13,19 +13,24 @@ from sweeper.trial import TrialStatus
 GPU = "Fake GPU"
 
 
-def study(tmp_path, name, footprint, rows):
+def hand_study(tmp_path, name, trials, **meta):
+    """A hand-built study ``name`` (its ``study.json`` with ``meta`` too, on :data:`GPU`)
+    holding ``trials``, each (choice, config, median ms, GB/s), all measured."""
     store = StudyStore(tmp_path / name)
     store.create({"study": name, "kernel": "copy",
-                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
-    for i, (grid, block, BLOCK, gbps) in enumerate(rows):
-        store.append(TrialRecord(
-            number=i, status=TrialStatus.OK,
-            choice={"grid": grid, "block": str(block), "BLOCK": str(BLOCK)},
-            config=Config(Problem("float32", footprint), grid=1, block=block,
-                          meta={"BLOCK": BLOCK}),
-            stats=summarize([1.0] * 3), gbps=gbps))
+                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}, **meta})
+    for i, (choice, config, ms, gbps) in enumerate(trials):
+        store.append(TrialRecord(number=i, status=TrialStatus.OK, choice=choice,
+                                 config=config, stats=summarize([ms] * 3), gbps=gbps))
     store.close()
     return store
+
+
+def study(tmp_path, name, footprint, rows):
+    return hand_study(tmp_path, name, [
+        ({"grid": grid, "block": str(block), "BLOCK": str(BLOCK)},
+         Config(Problem("float32", footprint), grid=1, block=block, meta={"BLOCK": BLOCK}),
+         1.0, gbps) for grid, block, BLOCK, gbps in rows])
 
 
 def test_export_keeps_the_best_per_problem_and_merges(tmp_path):
@@ -73,16 +78,10 @@ def test_an_entry_keeps_no_footprint_rule_its_kernels_source_does_not_give(tmp_p
     this kernel over ``m`` and ``n``; with the source there, its own rule is kept."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(tmp_path)
-    store = StudyStore(tmp_path / "s")
-    store.create({"study": "s", "kernel": "rows_kernel:rows",
-                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
-    store.append(TrialRecord(
-        number=0, status=TrialStatus.OK,
-        choice={"grid": "cdiv(n, BLOCK)", "block": "128", "BLOCK": "256"},
-        config=Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1,
-                      block=128, meta={"BLOCK": 256}),
-        stats=summarize([1.0] * 3), gbps=10.0))
-    store.close()
+    store = hand_study(tmp_path, "s", [(
+        {"grid": "cdiv(n, BLOCK)", "block": "128", "BLOCK": "256"},
+        Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1, block=128,
+               meta={"BLOCK": 256}), 1.0, 10.0)], kernel="rows_kernel:rows")
     path = tmp_path / "tuning.json"
     [entry] = export_study(store, path)[1]
     assert "footprint_expr" not in entry and entry["dims"] == {"m": 64, "n": 256}
@@ -102,18 +101,12 @@ def test_the_top_configs_of_a_study_measured_cold_and_warm_are_the_cold_ones(tmp
     """A study measured cold and warm (``cache: both``) exports each problem's cold
     winner; its top configs, and their slowdowns, are of the cold runs too: a warm median
     is no rival of a cold one."""
-    store = StudyStore(tmp_path / "s")
-    store.create({"study": "s", "kernel": "copy",
-                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
-    for i, (cache, BLOCK, ms) in enumerate([("cold", 256, 1.0), ("cold", 1024, 1.2),
-                                            ("warm", 256, 0.5), ("warm", 1024, 0.3)]):
-        store.append(TrialRecord(
-            number=i, status=TrialStatus.OK,
-            choice={"grid": "sms", "block": "128", "BLOCK": str(BLOCK), "cache": cache},
-            config=Config(Problem("float32", 1 << 20), grid=1, block=128,
-                          meta={"BLOCK": BLOCK}, cache=cache),
-            stats=summarize([ms] * 3), gbps=1.0))
-    store.close()
+    store = hand_study(tmp_path, "s", [
+        ({"grid": "sms", "block": "128", "BLOCK": str(BLOCK), "cache": cache},
+         Config(Problem("float32", 1 << 20), grid=1, block=128, meta={"BLOCK": BLOCK},
+                cache=cache), ms, 1.0)
+        for cache, BLOCK, ms in [("cold", 256, 1.0), ("cold", 1024, 1.2),
+                                 ("warm", 256, 0.5), ("warm", 1024, 0.3)]])
     [entry] = export_study(store, tmp_path / "tuning.json")[1]
     assert entry["meta"] == {"BLOCK": 256} and entry["median_ms"] == 1.0
     assert [(t["meta"], t["slowdown"]) for t in entry["top"]] == [
@@ -229,17 +222,10 @@ def test_a_cuda_kernels_entry_keeps_the_footprint_rule_its_space_declared(tmp_pa
 
 def warm_study(tmp_path, name, cache, BLOCK):
     """A study of copy at 1 MiB measured in one cache mode (``cache``)."""
-    store = StudyStore(tmp_path / name)
-    store.create({"study": name, "kernel": "copy",
-                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
-    store.append(TrialRecord(
-        number=0, status=TrialStatus.OK,
-        choice={"grid": "sms", "block": "128", "BLOCK": str(BLOCK), "cache": cache},
-        config=Config(Problem("float32", 1 << 20), grid=1, block=128, meta={"BLOCK": BLOCK},
-                      cache=cache),
-        stats=summarize([1.0] * 3), gbps=1.0))
-    store.close()
-    return store
+    return hand_study(tmp_path, name, [(
+        {"grid": "sms", "block": "128", "BLOCK": str(BLOCK), "cache": cache},
+        Config(Problem("float32", 1 << 20), grid=1, block=128, meta={"BLOCK": BLOCK},
+               cache=cache), 1.0, 1.0)])
 
 
 def test_a_warm_studys_winner_is_kept_as_warm_and_served_only_where_warm_is_asked(tmp_path):
@@ -323,19 +309,12 @@ def cuda_study(tmp_path, name, source, gbps):
     from tests.conftest import ROOT
 
     shutil.copy(ROOT / "examples" / "copy.cu", tmp_path / source)
-    store = StudyStore(tmp_path / name)
-    store.create({"study": name, "kernel": "cuda",
-                  "space_text": CUDA_SPACE.replace("source: copy.cu", f"source: {source}"),
-                  "space_path": str(tmp_path / "space.yaml"),
-                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
-    store.append(TrialRecord(
-        number=0, status=TrialStatus.OK,
-        choice={"grid": "cdiv(n, block)", "block": "128", "VEC": "4"},
-        config=Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1,
-                      block=128, meta={"VEC": 4}),
-        stats=summarize([1.0] * 3), gbps=gbps))
-    store.close()
-    return store
+    return hand_study(tmp_path, name, [(
+        {"grid": "cdiv(n, block)", "block": "128", "VEC": "4"},
+        Config(Problem("float32", 64 * 256 * 4, (("m", 64), ("n", 256))), grid=1, block=128,
+               meta={"VEC": 4}), 1.0, gbps)], kernel="cuda",
+        space_text=CUDA_SPACE.replace("source: copy.cu", f"source: {source}"),
+        space_path=str(tmp_path / "space.yaml"))
 
 
 def test_two_cuda_kernels_keep_their_own_entries_and_are_looked_up_by_file_and_entry(
@@ -441,19 +420,12 @@ def test_a_cu_file_moved_with_its_checkout_replaces_its_entries_where_it_was(tmp
 def torch_op_study(tmp_path, name, op, gbps):
     """A hand-built study of the ``torch-op`` kernel of ``op`` at one problem (a 1-D
     input of 1 Mi elements), its one trial at ``gbps``."""
-    store = StudyStore(tmp_path / name)
-    store.create({"study": name, "kernel": "torch-op",
-                  "space_text": f"kernel: {{name: torch-op, op: {op}}}\n"
-                                "params: {cols: [1048576]}\n",
-                  "space_path": str(tmp_path / f"{name}.yaml"),
-                  "environment": {"gpu": GPU, "sms": 100, "l2_bytes": 1 << 20}})
-    store.append(TrialRecord(
-        number=0, status=TrialStatus.OK, choice={"grid": "1", "block": "32"},
-        config=Config(Problem("float32", 4 << 20, (("rows", 1), ("cols", 1 << 20))),
-                      grid=1, block=32, meta={}),
-        stats=summarize([1.0] * 3), gbps=gbps))
-    store.close()
-    return store
+    return hand_study(tmp_path, name, [(
+        {"grid": "1", "block": "32"},
+        Config(Problem("float32", 4 << 20, (("rows", 1), ("cols", 1 << 20))), grid=1,
+               block=32, meta={}), 1.0, gbps)], kernel="torch-op",
+        space_text=f"kernel: {{name: torch-op, op: {op}}}\nparams: {{cols: [1048576]}}\n",
+        space_path=str(tmp_path / f"{name}.yaml"))
 
 
 def test_two_torch_ops_keep_their_own_entries_and_are_looked_up_by_op(tmp_path, capsys):
