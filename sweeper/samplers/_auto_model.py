@@ -180,6 +180,17 @@ What was tried and measured worse on the recorded tables (30 seeds each,
   do (fp32 transpose 92.5 → 88.5, stride 33 16 → 18); a TPE over the measured configs took
   the fp32 transpose to 53.5 and the fp16 transpose 65 → 132 and the gather 24.5 → 48.5,
   beyond random's.
+- The process around the model given more to learn from or read differently (10 seeds,
+  all 90 recorded tables for the first, the hard ones and the 18 counterfactuals for
+  all; docs/search.md, "The guess as an input, Thompson sampling, a bound that grows
+  with the error"): the model's log guess as one more input of the process, beside the
+  prior mean, moved the tables whose model is wrong everywhere both ways by as much as
+  the seeds do (the fp32 copy-strided transpose 92.5 → 70, stride 7 31.5 → 36.5), met
+  the goal on 80 of 90 tables against 81 and took the counterfactuals' pooled median
+  13 → 15; instead of the prior mean it cost matmul bf16 1024³ 8.5 → 13.  A Thompson
+  sample in place of expected improvement, always or every third proposal, and an
+  upper confidence bound whose beta grows with the residuals' spread: no hard table
+  better on every measure, the counterfactuals 13 → 14 or worse.
 """
 
 from __future__ import annotations
