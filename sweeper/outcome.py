@@ -244,10 +244,9 @@ def set_apart(failed: Sequence[Mapping[str, str]], fine: Sequence[Mapping[str, s
         return []
     out = []
     for axis in axes:
-        labels = [c.get(axis) for c in failed]
-        if any(label is None for label in labels):
+        if any(axis not in c for c in failed):
             continue
-        distinct = sorted(set(labels), key=_label_order)     # type: ignore[arg-type]
+        distinct = sorted({c[axis] for c in failed}, key=_label_order)
         ran = {c.get(axis) for c in fine}
         if len(distinct) == 1 and ran != {distinct[0]}:
             out.append(f"{axis}={distinct[0]}")
