@@ -113,9 +113,14 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
                            "different values of one axis")
     for v in pair:
         if v not in labels:
+            # a value the space does not list is measured once the run's axis holds it
+            listed = f"{name}={pair[0]},{pair[1]}" if "," not in pair[0] + pair[1] else \
+                f"'{name}=[{pair[0]}, {pair[1]}]'"
+            more = "" if key in groups else \
+                f"; to compare a value the space does not list, give both: -p {listed}"
             raise SweeperError(f"--vary {text!r}: {v!r} is not a value of {name}; "
                                f"allowed: {('; ' if key in groups else ', ').join(labels)}"
-                               f"{did_you_mean(v, labels)}")
+                               f"{did_you_mean(v, labels)}{more}")
     return name, pair[0], pair[1]
 
 

@@ -8,7 +8,7 @@ Pure functions over the study's records; the CLI prints what they return.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sweeper.core._model import PROBLEM_AXES, launch_text, merged
 from sweeper.core._units import counted
@@ -203,22 +203,61 @@ def failed_line(trials: Sequence[TrialRecord], among: Sequence[TrialRecord] | No
                 head: str = "failed") -> str | None:
     """``failed: 6 wrong_answer (first: #3 ...); every one with BLOCK=512``: a run's failed
     trials (``trials``: its own, measured or failed) by status, each with its first config
-    and reason, and the labels every failed config shares while the configs that did not
-    fail do not (what the failures have in common; those of ``among`` where given, else of
-    ``trials``); ``None`` when none failed.  ``head`` names them (a resume's ``failed in
-    earlier runs``).  A replay's configs its table does not hold are no failure:
-    :func:`absent_line` says them."""
+    and reason, and what sets the failed configs apart from those that did not fail
+    (:func:`set_apart`; those of ``among`` where given, else of ``trials``): what every
+    failed config shares, else, where they failed in more than one way, what each way's
+    configs share (``every crashed one with BLOCK=1024``), so a config that crashes and
+    another that computes wrong do not hide each other's cause; ``None`` when none failed.
+    ``head`` names them (a resume's ``failed in earlier runs``).  A replay's configs its
+    table does not hold are no failure: :func:`absent_line` says them."""
     failed = [t for t in trials if t.status in FAILED]
     if not failed:
         return None
-    fine = [t for t in (trials if among is None else among)
+    fine = [t.choice for t in (trials if among is None else among)
             if t.status in (TrialStatus.OK, TrialStatus.ABANDONED)]
-    shared = set.intersection(*(set(t.choice.items()) for t in failed))
-    telling = sorted((axis, label) for axis, label in shared
-                     if axis not in PROBLEM_AXES and fine and
-                     not all(t.choice.get(axis) == label for t in fine))
-    common = f"; every one with {' '.join(f'{a}={v}' for a, v in telling)}" if telling else ""
+    axes = [a for a in dict.fromkeys(a for t in failed for a in t.choice)
+            if a not in PROBLEM_AXES]
+    telling = set_apart([t.choice for t in failed], fine, axes)
+    if telling:
+        common = f"; every one with {' '.join(telling)}"
+    else:
+        ways: dict[TrialStatus, list[TrialRecord]] = {}
+        for t in failed:
+            ways.setdefault(t.status, []).append(t)
+        each = [f"every {status.value} one with {' '.join(told)}"
+                for status, alike in ways.items() if len(alike) > 1 and len(ways) > 1
+                for told in [set_apart([t.choice for t in alike], fine, axes)] if told]
+        common = "".join(f"; {x}" for x in each)
     return f"{head}: {failure_counts(failed)}{common}"
+
+
+def set_apart(failed: Sequence[Mapping[str, str]], fine: Sequence[Mapping[str, str]],
+              axes: Iterable[str]) -> list[str]:
+    """What sets the ``failed`` configs (their labels by axis) apart from the ``fine``
+    ones (those measured), per axis of ``axes`` in order: ``BLOCK=1024`` where every
+    failed config has that label and not every fine one has it; ``BLOCK=1024 or 2048``
+    where the failed configs have several labels and no fine config has any of them (a
+    kernel that fails above some size).  Empty where nothing does, or where nothing was
+    measured to tell them apart (every label then is "shared", the constant axes too).
+    The terminal's ``failed:`` line and report.md's "in common" both say this."""
+    if not failed or not fine:
+        return []
+    out = []
+    for axis in axes:
+        if any(axis not in c for c in failed):
+            continue
+        distinct = sorted({c[axis] for c in failed}, key=_label_order)
+        ran = {c.get(axis) for c in fine}
+        if len(distinct) == 1 and ran != {distinct[0]}:
+            out.append(f"{axis}={distinct[0]}")
+        elif len(distinct) > 1 and ran.isdisjoint(distinct):
+            out.append(f"{axis}={' or '.join(distinct)}")
+    return out
+
+
+def _label_order(label: str) -> tuple[int, int, str]:
+    """Numbers by value (``256`` before ``1024``), before other labels by text."""
+    return (0, int(label), "") if label.isdigit() else (1, 0, label)
 
 
 def absent_line(trials: Sequence[TrialRecord]) -> str | None:
@@ -248,4 +287,4 @@ def _failure_text(t: TrialRecord) -> str:
 
 
 __all__ = ["FAILED", "failed_line", "failure_counts", "nothing_measured", "outcome_lines",
-           "problem_text", "reason_line", "trial_text"]
+           "problem_text", "reason_line", "set_apart", "trial_text"]

@@ -114,7 +114,11 @@ def test_a_run_ctrl_c_stopped_exits_130_with_its_trials_kept(small_space, tmp_pa
     assert err == "stopping after the current trial (Ctrl-C again to abort it)\n"  # no echo
     study = tmp_path / "studies" / "tiny-interpret"
     kept = [json.loads(line) for line in (study / "trials.jsonl").read_text().splitlines()]
-    assert sum(t.get("status") == "ok" for t in kept) >= 2
+    ok = sum(t.get("status") == "ok" for t in kept)
+    assert ok >= 2
+    # what it left, and how to measure it: 6 valid configs (the constraint rules out 2)
+    assert (f"{6 - ok} configs and the finals of 1 problem left for the next run: Ctrl-C "
+            "stopped the sweep (run the same command to measure them)") in out
     monkeypatch.setattr(SilentReporter, "trial", trial)
     assert main(["run", str(small_space), "--device", "interpret", "--quiet",
                  "--no-report"]) == 0     # resumed to the end: done
@@ -143,6 +147,7 @@ def test_a_sigterm_stops_a_run_as_ctrl_c_does_and_exits_143(small_space, tmp_pat
         signal.signal(signal.SIGTERM, previous)
     out, err = capsys.readouterr()
     assert "stopped: interrupted (SIGTERM)" in out and "best in the sweep" in out
+    assert "left for the next run: a SIGTERM stopped the sweep (run the same command" in out
     assert err == ("SIGTERM: stopping after the current trial (a second SIGTERM or a Ctrl-C "
                    "aborts it)\n")
     kept = (tmp_path / "studies" / "tiny-interpret" / "trials.jsonl").read_text()

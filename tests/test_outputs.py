@@ -225,6 +225,47 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
         "1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call last) ...)")
 
 
+def test_the_failed_line_says_what_each_way_of_failing_shares_when_they_share_nothing():
+    """A kernel that crashes at BLOCK=1024 and computes wrong at one other config: the
+    failures together share nothing, so the line says what the crashed ones share, rather
+    than nothing that points at BLOCK=1024."""
+    from sweeper.outcome import failed_line
+
+    ok = [record(n, TrialStatus.OK, block=b, BLOCK=B)
+          for n, (b, B) in enumerate([("32", "256"), ("64", "512"), ("32", "512")])]
+    crashed = [record(n, TrialStatus.CRASHED, "ValueError: no", block=b, BLOCK="1024")
+               for n, b in ((3, "32"), (4, "64"))]
+    wrong = [record(5, TrialStatus.WRONG_ANSWER, "1 of 8 differ", block="64", BLOCK="256")]
+    said = failed_line([*ok, *crashed, *wrong])
+    assert said == ("failed: 2 crashed (first: #3 grid=sms block=32 BLOCK=1024: ValueError: "
+                    "no), 1 wrong_answer (first: #5 grid=sms block=64 BLOCK=256: 1 of 8 "
+                    "differ); every crashed one with BLOCK=1024")
+    # one way of failing: what they share, said once, as before
+    assert failed_line([*ok, *crashed]).endswith("); every one with BLOCK=1024")
+
+
+def test_failures_at_several_values_no_measured_config_has_are_named_by_them():
+    """A kernel that fails above a size (BLOCK=1024 and 2048, where 256 and 512 ran)
+    shares no one label, yet one axis tells the failed configs from the measured: the
+    run's line and report.md's "in common" both name its values."""
+    from sweeper.outcome import failed_line, set_apart
+
+    ok = [record(n, TrialStatus.OK, block=b, BLOCK=B)
+          for n, (b, B) in enumerate([("32", "256"), ("64", "512"), ("64", "256")])]
+    bad = [record(n, TrialStatus.COMPILE_ERROR, "CompileTimeAssertionFailure", block=b,
+                  BLOCK=B) for n, (b, B) in enumerate(
+                      [("32", "2048"), ("64", "1024"), ("32", "1024")], start=3)]
+    assert failed_line([*ok, *bad]).endswith("); every one with BLOCK=1024 or 2048")
+    # a label some measured config has too tells nothing; with nothing measured, nothing
+    assert set_apart([{"block": "32"}, {"block": "64"}], [{"block": "64"}], ["block"]) == []
+    assert set_apart([{"BLOCK": "1024"}], [], ["BLOCK"]) == []
+    from sweeper.report._tables import failure_counts as report_counts
+    from sweeper.report._tables import trials_frame
+
+    counts = report_counts(trials_frame([*ok, *bad], ["BLOCK"]))
+    assert counts.iloc[0]["in common"] == "BLOCK=1024 or 2048"
+
+
 def test_a_reason_of_several_lines_is_said_whole_on_one_line():
     """A reason of several lines (a user's message, a recorded study's) is its lines
     joined (``errors.one_line``) wherever one line shows it: "no config was measured"'s

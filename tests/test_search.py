@@ -1119,7 +1119,12 @@ def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_pa
     assert "write KEY=A,B" in capsys.readouterr().err
     assert main(["ab", str(small_space), "--vary", "BLOCK=256,999", "--device",
                  "interpret"]) == 2
-    assert "'999' is not a value of BLOCK; allowed: 256, 1024" in capsys.readouterr().err
+    assert capsys.readouterr().err.rstrip().endswith(
+        "'999' is not a value of BLOCK; allowed: 256, 1024; to compare a value the space "
+        "does not list, give both: -p BLOCK=256,999")
+    assert main(["ab", str(small_space), "--vary", "BLOCK=256,512", "--device",
+                 "interpret", "-p", "BLOCK=256,512"]) == 0   # what it says to do works
+    assert "verdict: B (BLOCK=512) is " in capsys.readouterr().out
     assert main(["ab", str(small_space), "--vary", "BLOK=256,1024", "--device",
                  "interpret"]) == 2                     # a newcomer's typo, as in a space file
     assert capsys.readouterr().err.rstrip().endswith("no axis 'BLOK'; axes: grid, block, dtype, "

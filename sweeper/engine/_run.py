@@ -420,6 +420,25 @@ def _deferred_line(summary: Any, budget_s: float | None) -> str:
             "or more measures them")
 
 
+def _left_line(summary: Any) -> str | None:
+    """What a Ctrl-C or SIGTERM left for the next run, which the same command measures:
+    the configs not measured yet and the finals not run (``12 configs and the finals of
+    1 problem left for the next run: Ctrl-C stopped the sweep (run the same command to
+    measure them)``); ``None`` where it left nothing, or nothing stopped the run."""
+    from sweeper.sweep._budget import INTERRUPTED
+
+    configs, exact = summary.left
+    if not configs and not summary.finals_stopped:
+        return None
+    what = [f"{'' if exact else 'up to '}{counted(configs, 'config')}"] if configs else []
+    if summary.finals_stopped:
+        what.append(f"{'the ' if configs else ''}finals of "
+                    f"{counted(summary.finals_stopped, 'problem')}")
+    who = "Ctrl-C" if summary.stopped_by == INTERRUPTED else "a SIGTERM"
+    return (f"{' and '.join(what)} left for the next run: {who} stopped the "
+            f"{'sweep' if configs else 'finals'} (run the same command to measure them)")
+
+
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
                 check: GpuCheck | None = None) -> None:
     """Keep what this run measured of the costs an estimate assumes (start-up, report,
@@ -815,9 +834,9 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
         say(f"finals without {lost}")
     if summary.finals_deferred:
         say(_deferred_line(summary, time_s))
-    if summary.finals_stopped:
-        say(f"finals of {counted(summary.finals_stopped, 'problem')} left for the next run: "
-            "Ctrl-C stopped the finals (run the same command to measure them)")
+    left = _left_line(summary)
+    if left:
+        say(left)
     if summary.duty:
         say(f"power: {summary.duty}")
     clock.mark("summary")

@@ -21,7 +21,7 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
-from sweeper.outcome import counts_text, skip_cause, skipped_text
+from sweeper.outcome import counts_text, set_apart, skip_cause, skipped_text
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
@@ -344,17 +344,16 @@ def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _in_common(group: pd.DataFrame, fine: pd.DataFrame, columns: Sequence[str]) -> str:
-    """``BLOCK=512``: the config values every row of ``group`` has and not every row of
-    ``fine`` (the measured trials) has; empty where none is."""
-    out = []
-    for column in columns:
-        values = group[column].dropna().map(value_label).unique()
-        if len(values) != 1 or group[column].isna().any():
-            continue
-        if not fine.empty and (fine[column].dropna().map(value_label) == values[0]).all():
-            continue
-        out.append(f"{'grid' if column == 'grid_label' else column}={values[0]}")
-    return " ".join(out)
+    """``BLOCK=512`` (or ``BLOCK=1024 or 2048``): what sets the configs of ``group`` apart
+    from those of ``fine`` (the measured trials), by the rule of the run's ``failed:``
+    line (:func:`~sweeper.outcome.set_apart`); empty where nothing does."""
+    def labels(df: pd.DataFrame) -> list[dict[str, str]]:
+        named = {c: "grid" if c == "grid_label" else c for c in columns}
+        return [{named[c]: value_label(v) for c, v in row.items() if not pd.isna(v)}
+                for row in df[list(columns)].to_dict("records")]
+
+    axes = ["grid" if c == "grid_label" else c for c in columns]
+    return " ".join(set_apart(labels(group), labels(fine), axes))
 
 
 def value_label(value: Any) -> str:

@@ -286,6 +286,19 @@ class Budgets:
         self.since_improvement += 1
         return best
 
+    def left(self, study: optuna.Study) -> tuple[int, bool]:
+        """The configs a run of the same command would still measure under the trial
+        budget, and whether that is exact: an exhaustive sampler's configs not yet in
+        ``study``; for any other, the valid configs not yet measured (``False``: at
+        most that many, as such a sampler may stop before it has tried them all)."""
+        sampler = study.sampler
+        exact = isinstance(sampler, ExhaustiveSampler)
+        left = sampler.remaining(study) if isinstance(sampler, ExhaustiveSampler) else \
+            max(0, self.valid - self.measured - self.held)
+        if self.max_trials is not None:
+            left = min(left, max(0, self.max_trials - self.measured))
+        return left, exact
+
     def _spent(self, study: optuna.Study) -> str:
         if self.stop.set:
             return self.stop.reason

@@ -233,6 +233,8 @@ class Sweep:
             run = self._start(t0)       # failing, it too ends the bar, closes the store
             try:
                 run.summary.stopped_by = self._loop(run)
+                if self.stop.set:       # Ctrl-C or SIGTERM: the next run measures the rest
+                    run.summary.left = run.budgets.left(run.study)
                 if run.edited is not None:
                     raise self._edited(run, run.edited)
                 run.budgets.swept = True
@@ -693,7 +695,10 @@ class Sweep:
             return
         winners = Winners.of(self.store)      # finalists measured on the source there is now
         trials = winners.sources.measured_now(self._in_space(run.done.values()))
-        todo = winners.missing(trials) if self.run_finals and not self.stop.set else []
+        todo = winners.missing(trials) if self.run_finals else []
+        if todo and self.stop.set:      # Ctrl-C before the finals: the next run holds them
+            run.summary.finals_stopped = len(todo)
+            return
         if not todo:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed

@@ -91,8 +91,13 @@ class SweepSummary:
     finals_needed_s: float = 0.0
     finals_left_s: float = 0.0
     finals_room_s: float = 0.0
-    #: problems whose finals a Ctrl-C during the finals left for the next run
+    #: problems whose finals a Ctrl-C (or SIGTERM) left for the next run, during the
+    #: finals or before them
     finals_stopped: int = 0
+    #: configs a Ctrl-C (or SIGTERM) during the trials left for the next run, and whether
+    #: that count is exact (``False``: at most that many;
+    #: :meth:`~sweeper.sweep._budget.Budgets.left`)
+    left: tuple[int, bool] = (0, True)
     #: what the time budget keeps for the report after the sweep (seconds; ``None``
     #: without a time budget or a report): the command writes none the time left does
     #: not cover
