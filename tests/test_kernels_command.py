@@ -100,3 +100,9 @@ def test_installed_kernels_and_a_module_path_are_listed_a_broken_one_with_its_re
                                        f"{', '.join(plugins.KERNEL.builtins)}, double "
                                        "(sweeper-tinyplug 0.1), nokernel (sweeper-broken "
                                        "0.2), or package.module:attr for your own\n")
+
+
+def test_a_short_kernel_is_listed_by_its_own_docstring(capsys):
+    assert main(["kernels", "tests.short_kernels_for_tests:broken_baseline"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "broken_baseline (module:attr path): A right kernel whose torch baseline raises.\n")

@@ -107,7 +107,8 @@ class Declaration:
         attrs["declared_model"] = self.declared_model(name, attrs["meta_params"],
                                                       attrs["dims"])
         attrs["__module__"] = getattr(launch, "__module__", __name__)
-        attrs["__doc__"] = f"The short kernel {name!r} (sweeper.kernel)."
+        own = inspect.getdoc(launch)
+        attrs["__doc__"] = own or f"The short kernel {name!r} (sweeper.kernel)."
         return attrs
 
     def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
