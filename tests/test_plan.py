@@ -193,6 +193,10 @@ def test_a_kernel_that_compiles_nothing_is_planned_without_compiles(monkeypatch,
     out = capsys.readouterr().out
     assert "would measure 8 on" in out
     assert "binaries" not in out and "compile" not in out
+    # the op is imported when the run allocates, never by plan: its line says so
+    assert out.endswith("not checked: that the op torch.nn.functional.gelu exists (plan imports "
+                        "no torch; `sweeper run` refuses an op it cannot import before "
+                        "measuring)\n")
     assert main(["plan", "spaces/copy-small.yaml", "--studies-dir",
                  str(tmp_path / "studies")]) == 0
     assert "  4 binaries: 0 compiled on this machine already" in capsys.readouterr().out

@@ -98,6 +98,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
               "when it runs); the estimate counts launches only")
     elif not builtin:
         print(_unimported_note(space))
+    op = dict(space.kernel_options).get("op") if space.kernel == "torch-op" else None
+    if op is not None:              # imported when the run allocates
+        print(f"not checked: that the op {op} exists (plan imports no torch; `sweeper run` "
+              "refuses an op it cannot import before measuring)")
     return 0
 
 
