@@ -139,7 +139,7 @@ def abandon_rule(best_ci_hi_ms: float, factor: float) -> Callable[[list[float]],
 def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Config,
               device: Device, measure: MeasureSpec, generator: torch.Generator,
               l2_bytes: int = 0, best: tuple[float, float] | None = None,
-              duty: Duty | None = None) -> TrialResult:
+              duty: Duty | None = None, number: int | None = None) -> TrialResult:
     """Measure ``config``; every failure becomes a status with its reason.
 
     ``buffers`` may be several sets of the same problem: launches rotate among them
@@ -176,7 +176,7 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
                                   verify=rotation, warmup_time_s=measure.warmup_time_s)
     except Exception as err:  # noqa: BLE001 - every failure is recorded, the sweep goes on
         status, reason = classify(err)
-        debug_failure(config, status, err)
+        debug_failure(config, status, err, number)
         return TrialResult(status, reason, cold_s=cold_s, seconds=dict(spent))
     for what, seconds in measured.seconds.items():
         spent[what] = spent.get(what, 0.0) + seconds
@@ -185,12 +185,15 @@ def run_trial(kernel: Kernel, buffers: Buffers | Sequence[Buffers], config: Conf
     return result
 
 
-def debug_failure(config: Config, status: TrialStatus, err: BaseException) -> None:
+def debug_failure(config: Config, status: TrialStatus, err: BaseException,
+                  number: int | None = None) -> None:
     """Under ``sweeper --debug`` (:data:`~sweeper.errors.DEBUG_ENV`), print the traceback of
     ``err``, which failed ``config``'s trial with ``status``, to stderr (what it was
-    raised from too: the user's own error behind a failed refusal); nothing without it."""
+    raised from too: the user's own error behind a failed refusal), headed by the trial's
+    ``number`` as the report names it (``#6``); nothing without it."""
     if os.environ.get(DEBUG_ENV):
-        print("sweeper --debug: a trial of "
+        which = "a trial" if number is None else f"trial #{number}"
+        print(f"sweeper --debug: {which} of "
               f"{launch_text(config.grid, config.block, config.meta)} failed "
               f"({status.value}):\n{''.join(traceback.format_exception(err))}",
               file=sys.stderr, flush=True)

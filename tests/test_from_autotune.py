@@ -335,8 +335,8 @@ def test_debug_prints_the_prune_s_own_error_for_every_config_it_failed(tmp_path,
     rc = main(["--debug", "run", "--from-autotune", f"{HOOKED}:prune_fails", "--device",
                "interpret", "--studies-dir", str(tmp_path), "--no-report", "--quiet"])
     err = capsys.readouterr().err
-    assert rc != 0 and err.count("sweeper --debug: a trial of ") == 2, err
-    for trial in err.split("sweeper --debug: a trial of ")[1:]:
+    assert rc != 0 and err.count("sweeper --debug: trial #") == 2, err
+    for trial in err.split("sweeper --debug: trial #")[1:]:
         assert trial.count("Traceback (most recent call last):\n") == 2, trial
         assert "\nValueError: no configs for this n_elements\nsee the table in the docs\n" \
             "\nThe above exception was the direct cause of the following exception:\n" \

@@ -841,7 +841,7 @@ def test_debug_prints_the_traceback_of_a_trial_whose_inputs_failed_to_allocate(
                str(tmp_path), "--quiet", "--no-report"])
     err = capsys.readouterr().err
     assert rc == 1 and err.count("Traceback (most recent call last):\n") == 2, err
-    assert "sweeper --debug: a trial of grid=" in err and " block=64 BLOCK=256 failed " \
+    assert "sweeper --debug: trial #" in err and " block=64 BLOCK=256 failed " \
         "(crashed):\nTraceback (most recent call last):\n" in err, err
     assert 'raise TypeError("bug in allocate")\nTypeError: bug in allocate\n' in err, err
 
@@ -914,10 +914,13 @@ def test_debug_prints_a_failed_trials_traceback_and_the_report_keeps_its_message
                      "--quiet")
     assert rc == EXIT_CONFIGS_FAILED
     assert err.count("Traceback (most recent call last):") == 4, err
-    assert "sweeper --debug: a trial of grid=1 block=32 BLOCK=1024 failed (crashed):\n" \
-           "Traceback (most recent call last):\n" in err
     assert "RuntimeError: BLOCK=1024 is too big for this test\n" in err
+    headed = re.findall(r"sweeper --debug: trial #(\d+) of grid=\d+ block=\d+ BLOCK=1024 "
+                        r"failed \(crashed\):\nTraceback \(most recent call last\):\n", err)
+    assert len(headed) == 4, err
     report = (tmp_path / "studies" / "tiny-interpret" / "report.md").read_text()
+    row = next(x for x in report.splitlines() if x.startswith("| crashed | RuntimeError"))
+    assert sorted(re.findall(r"#(\d+)", row)) == sorted(headed), row  # the report's numbers
     assert "| crashed | RuntimeError: BLOCK=1024 is too big for this test (at " \
            "kernels_for_tests.py:31: raise RuntimeError(f\"BLOCK={config.meta\\['BLOCK'\\]} " \
            "is too big for this test\")) | 4 | #" in report             # [ ] escaped

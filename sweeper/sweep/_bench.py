@@ -106,7 +106,7 @@ class Bench:
             refusal = self.kernel.cannot_launch(config, self.device.torch_device)
         except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
             status, reason = classify(err)
-            debug_failure(config, status, err)
+            debug_failure(config, status, err, number)
             asked = "" if isinstance(err, RefusalFailed) else \
                 "asking whether the kernel can launch it: "     # (a refusal names its rule)
             return TrialResult(status, f"{asked}{reason}")
@@ -115,19 +115,20 @@ class Bench:
         try:
             sets = self.buffer_sets(config)
         except torch.cuda.OutOfMemoryError as err:
-            debug_failure(config, TrialStatus.OUT_OF_RESOURCES, err)
+            debug_failure(config, TrialStatus.OUT_OF_RESOURCES, err, number)
             return TrialResult(TrialStatus.OUT_OF_RESOURCES, f"allocating the inputs: {err}")
         except ValueError as err:      # the kernel refuses this problem (a matmul's non-square)
             return TrialResult(TrialStatus.INVALID, f"{ALLOCATING}{err}")
         except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it
-            debug_failure(config, TrialStatus.CRASHED, err)
+            debug_failure(config, TrialStatus.CRASHED, err, number)
             return TrialResult(TrialStatus.CRASHED,
                                f"allocating the inputs: {type(err).__name__}: {err}")
         generator = torch.Generator(device=self.device.torch_device)
         generator.manual_seed(self.space.sampler.seed * 1_000_003 + number)
         return run_trial(self.kernel, sets, config, self.device, self.measure, generator,
                          l2_bytes=self.l2_bytes, best=self.best.get(
-                             (config.problem, config.cache)), duty=self.power.duty)
+                             (config.problem, config.cache)), duty=self.power.duty,
+                         number=number)
 
     def config_of(self, t: TrialRecord) -> Config:
         """Trial ``t``'s config, resolved on this device again."""
