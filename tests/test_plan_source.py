@@ -167,6 +167,29 @@ def test_plan_knows_a_subclass_options_and_its_meta_parameters(module, tmp_path,
     assert not marker.exists()
 
 
+def test_plan_and_run_name_a_subclass_as_its_space_does(module, tmp_path, capsys):
+    """A space whose kernel's options or values are wrong is refused in the same line by
+    ``plan``, which reads the kernel's source, and ``run``, which imports it: both name the
+    kernel as the space does (``module:attr``, what a fix writes under ``kernel:``), never
+    by the ``name`` its class declares (``rowwise``, which no space could load)."""
+    name, _ = module(SUBCLASS + "".join(
+        f"    def {method}(self, *args): ...\n" for method in (
+            "__init__", "allocate", "randomize", "poison", "launch", "check")))
+    spaces = [SPACE.format(kernel=f"{name}:Rowwise"),
+              SPACE.format(kernel=f"{{name: {name}:Rowwise, speed: high}}"),
+              SPACE.format(kernel=f"{{name: {name}:Rowwise, mode: fast}}").replace(
+                  "32, 64]", "32, 48]")]
+    try:
+        for text in spaces:
+            rc, _, planned = _plan(tmp_path, capsys, text)
+            assert rc == 2 and f"{name}:Rowwise" in planned and "rowwise" not in planned
+            assert main(["run", str(tmp_path / "s.yaml"), "--device", "interpret",
+                         "--studies-dir", str(tmp_path / "st")]) == 2
+            assert capsys.readouterr().err == planned
+    finally:
+        sys.modules.pop(name, None)
+
+
 def test_a_non_literal_declaration_is_named_and_stood_in_for(module, tmp_path, capsys):
     name, marker = module(NOT_LITERAL)
     rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwise")

@@ -199,6 +199,11 @@ class _Parser:
     shape: Shape
     #: the kernel's declaration, once the file names it (:meth:`declared`)
     kernel_cls: type[KernelDeclaration]
+    #: the kernel as the file names it (``module:attr``, a built-in's or a plugin's name):
+    #: what messages call it, so that ``plan``, which reads a user kernel's source, and
+    #: ``run``, which imports it, say the same, and a fix they suggest reads as the file
+    #: must (``kernel: {name: ...}``), never by the ``name`` its class declares
+    kernel_name: str
 
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True, folder: str | Path | None = None) -> None:
@@ -769,7 +774,7 @@ class _Parser:
         clash = [d for d in self.shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
                                                        *kernel.meta_params, *FACT_NAMES[:2])]
         if clash:
-            raise self.error("kernel", f"kernel {kernel.name}: dimension {clash[0]!r} "
+            raise self.error("kernel", f"kernel {name}: dimension {clash[0]!r} "
                              "has the name of an axis or a device fact; rename it")
         self.kernel_cls = kernel
         return name, options
@@ -784,6 +789,7 @@ class _Parser:
                              "{name: KERNEL, OPTION: value, ...}")
         name = value["name"] if isinstance(value, dict) else value
         kernel = self.kernel(name, params)
+        self.kernel_name = name
         return name, kernel, self.kernel_options(value, kernel, checked=checked)
 
     def dtype_name(self, raw: Any, path: str) -> str:
@@ -796,7 +802,7 @@ class _Parser:
         if name is not None and name in allowed:
             return name
         if name is not None:
-            raise self.error(path, f"{self.kernel_cls.name} takes no {name}; allowed: "
+            raise self.error(path, f"{self.kernel_name} takes no {name}; allowed: "
                              f"{', '.join(allowed)}")
         hint = did_you_mean(raw, [*allowed, *DTYPE_ALIASES]) if isinstance(raw, str) else ""
         raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(allowed)} "
@@ -841,20 +847,19 @@ class _Parser:
         program a launch cannot have, a dimension out of its declared limits, or a
         meta-parameter that is not a power of two where it must be one or not among its
         ``choices``."""
-        kernel = self.kernel_cls
-        declared = kernel.meta_params.get(axis)
+        declared = self.kernel_cls.meta_params.get(axis)
         if axis == "block" and value not in BLOCKS:
             return f"{value} threads per program; allowed: {BLOCKS_TEXT}"
         if axis in self.shape.names:
             refusal = self.shape.dim(axis).refusal(value)
             return None if refusal is None else f"{axis}: {refusal}"
         if declared is not None and declared.pow2 and not is_pow2(value):
-            return f"{value} is not a power of two; {kernel.name}'s {axis} must be one"
+            return f"{value} is not a power of two; {self.kernel_name}'s {axis} must be one"
         if declared is not None and declared.choices and value not in declared.choices:
-            return (f"{value} is not a value of {kernel.name}'s {axis}; allowed: "
+            return (f"{value} is not a value of {self.kernel_name}'s {axis}; allowed: "
                     f"{', '.join(map(str, declared.choices))}")
         if declared is not None and not declared.choices and value < declared.least:
-            return (f"{value} is below {declared.least}; allowed: {kernel.name}'s {axis} "
+            return (f"{value} is below {declared.least}; allowed: {self.kernel_name}'s {axis} "
                     f"from {declared.least} up")
         return None
 
@@ -869,7 +874,7 @@ class _Parser:
                              f"size the problem; give the footprint or the dimensions "
                              f"({', '.join(dims)}), not both")
         if "footprint" in params and not rules:
-            raise self.error("params.footprint", f"{self.kernel_cls.name} is sized by its "
+            raise self.error("params.footprint", f"{self.kernel_name} is sized by its "
                              f"dimensions, not a footprint; give {', '.join(dims)}")
         if "footprint" in params or (not given and rules and "footprint" in
                                      self.kernel_cls.defaults):
@@ -877,7 +882,7 @@ class _Parser:
         for d in dims:
             if d not in params and self.shape.dim(d).default is None:
                 raise self.error("params", f"missing dimension {d} ({self.shape.dim(d).doc}); "
-                                 f"{self.kernel_cls.name} has no default for it: give params.{d}")
+                                 f"{self.kernel_name} has no default for it: give params.{d}")
         return dims
 
     def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
@@ -949,7 +954,7 @@ class _Parser:
             path = f"kernel.{key}"
             if key not in declared:
                 known = ", ".join(declared) if declared else "none (give just its name)"
-                raise self.error(path, f"kernel {kernel.name} takes no option {shown(key)}; "
+                raise self.error(path, f"kernel {self.kernel_name} takes no option {shown(key)}; "
                                  f"its options: {known}")
             option = json.dumps(raw) if isinstance(raw, (dict, list)) else raw
             limit = MAX_STRUCTURED if isinstance(raw, (dict, list)) else MAX_OPTION
@@ -970,8 +975,8 @@ class _Parser:
         missing = [k for k in declared if k not in given and k not in defaults
                    and k not in getattr(kernel, "optional_options", ())]
         if missing:
-            raise self.error("kernel", f"kernel {kernel.name} needs option {missing[0]!r} "
-                             f"({declared[missing[0]]}): kernel: {{name: {kernel.name}, "
+            raise self.error("kernel", f"kernel {self.kernel_name} needs option {missing[0]!r} "
+                             f"({declared[missing[0]]}): kernel: {{name: {self.kernel_name}, "
                              f"{missing[0]}: ...}}")
         return tuple(sorted({**{k: v for k, v in defaults.items() if k in declared},
                              **given}.items()))
