@@ -106,6 +106,12 @@ MAX_OPTION = 200
 #: A mapping or list as an option's value (``inputs: {src: n}``), kept as its JSON text.
 MAX_STRUCTURED = 2000
 
+#: What a kernel's default for each axis a file may leave out is, as a message asks for one.
+_DEFAULT_OF = {"grid": "the programs launched: an expression over its dimensions and "
+                       "meta-parameters, such as \"cdiv(n, BLOCK)\"",
+               "block": "threads per program, such as 128",
+               "dtype": "a dtype, such as \"float32\""}
+
 #: The group of zipped axes ``from_autotune:`` adds to ``params``: one row per config.
 AUTOTUNE_GROUP = "autotune"
 
@@ -345,7 +351,7 @@ class _Parser:
             elif name in dims:
                 raw = [self.shape.dim(name).default]
             else:
-                raw = [meta[name].default if name in meta else kernel.defaults[name]]
+                raw = [meta[name].default if name in meta else self.kernel_default(name)]
                 if f"kernel.{name}" in self.where:
                     self.from_option[path] = f"kernel.{name}"
                 else:
@@ -357,25 +363,47 @@ class _Parser:
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
 
+    def kernel_default(self, name: str) -> Any:
+        """The kernel's default for axis ``name``, which the file leaves out: its class's
+        ``defaults`` must give it, as nothing else can stand in for it (the base Kernel's
+        are replaced whole by a class that sets its own)."""
+        defaults = self.kernel_cls.defaults
+        if name not in defaults:
+            raise self.error("kernel", f"kernel {self.kernel_name}'s class gives no default "
+                             f"{name} (its defaults: {', '.join(defaults) or 'none'}), and "
+                             f"the file no params.{name}; allowed: {name!r} in the class's "
+                             f"defaults ({_DEFAULT_OF[name]}), or params.{name}")
+        return defaults[name]
+
     @contextlib.contextmanager
     def at_kernel_default(self, name: str) -> Iterator[None]:
         """An error about axis ``name``, where the file leaves it out and the kernel's
         default stands in for it, raised at the kernel, saying whose default it is (the
-        base Kernel's where the kernel's source could not be read, unimported), not at a
-        ``params.NAME`` the file does not hold."""
+        base Kernel's where the kernel's class sets no ``defaults``, or its source could not
+        be read, unimported) and what to change: that class's ``defaults``, which every
+        space of the kernel reads, or the file's ``params``, not at a ``params.NAME`` the
+        file does not hold."""
         try:
             yield
         except SpaceError as err:
             if name not in self.defaulted:
                 raise
-            kernel = self.kernel_cls
-            unread = getattr(kernel, "unread", ())
-            whose = "the base Kernel's" if unread else f"{kernel.name}'s"
-            why = (f" (kernel {kernel.name}'s own could not be read from its source: "
+            kernel, value = self.kernel_name, shown(self.defaulted[name])
+            unread = getattr(self.kernel_cls, "unread", ())
+            if not plugins.inherits_defaults(self.kernel_cls):
+                raise self.error("kernel", f"kernel {kernel}'s default {name} {value}, "
+                                 f"standing in for params.{name}, is refused (change "
+                                 f"{name!r} in its class's defaults, or give params.{name}): "
+                                 f"{err.message}") from None
+            inherits = "" if unread else f", which kernel {kernel} inherits (its class " \
+                "sets no defaults)"
+            why = (f" (kernel {kernel}'s own could not be read from its source: "
                    f"{'; '.join(unread)})" if unread else "")
-            raise self.error("kernel", f"{whose} default {name} {shown(self.defaulted[name])}"
-                             f", standing in for params.{name}{why}, is refused (give "
-                             f"params.{name}): {err.message}") from None
+            raise self.error("kernel", f"the base Kernel's default {name} {value}{inherits}, "
+                             f"standing in for params.{name}{why}, is refused (give the class a "
+                             f"default {name} of its own: defaults = {{**Kernel.defaults, "
+                             f"{name!r}: ...}}; or give params.{name}): {err.message}"
+                             ) from None
 
     def checked_values(self, name: str, raw: list[Any], path: str) -> tuple[Value, ...]:
         """Axis ``name``'s values ``raw`` read and checked: each once, each one the axis
