@@ -173,7 +173,7 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
     its relative file names are read from (a study's recorded ``space_folder``), else
     ``file``'s folder, from the working folder where ``file`` is relative;
     ``overrides``: as :func:`load_space`'s (the axes a run's ``-p`` replaced)."""
-    data, where = override(*load_recorded(text, file), overrides)
+    data, where = override(*load_recorded(text, file, folder), overrides)
     return _Parser(file, where, user_code, folder).space(data, text, default_study)
 
 
@@ -189,7 +189,7 @@ def recorded_kernel_options(text: str, *, file: str = "<space>",
     study measured.  ``()`` for a kernel named without options; a
     :class:`~sweeper.errors.SpaceError` where the text names no kernel, or options it
     does not declare.  No user code is imported."""
-    data, where = load_recorded(text, file)
+    data, where = load_recorded(text, file, folder)
     parser = _Parser(file, where, user_code=False, folder=folder)
     value = data.get("kernel") if isinstance(data, dict) else None
     if value is None:
