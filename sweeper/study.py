@@ -22,7 +22,7 @@ from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Budget, Config, Configs, Invalid, Origin, Space
 from sweeper.space._files import extended_file
-from sweeper.store import FORMAT, JOURNAL, Storage
+from sweeper.store import FORMAT, JOURNAL, Storage, StudyMeta
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
 
@@ -449,8 +449,26 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
                            environment=environment, budget=ran_under, bounds=bounds,
                            finals=finals_wanted(space, device), zipped=zipped_json(space),
-                           **resumed_with(space, device, wanted))
+                           **{**resumed_with(space, device, wanted),
+                              **space_file_kept(store.study_meta(), space)})
     return built
+
+
+def space_file_kept(meta: StudyMeta, space: Space) -> dict[str, str]:
+    """The space file's path and folder a resume by ``space`` keeps as the study recorded
+    them, where it is the file the study's last run read (named from another working
+    folder, ``../a/spaces/x.yaml`` for ``spaces/x.yaml``): the path is a display field,
+    relative to the folder its command ran in, and the report's command to reproduce the
+    study names it beside the command that created it, from the same folder; another file
+    (moved, or another of the same study) is recorded as this run named it.  None kept
+    from a study that recorded no folder (an older sweeper's)."""
+    if not meta.space_folder or not meta.space_path:
+        return {}
+    recorded = Path(meta.space_folder, Path(meta.space_path).name)
+    now = Path(space.folder, Path(space.path).name)
+    if recorded.resolve() != now.resolve():
+        return {}
+    return {"space_path": meta.space_path, "space_folder": meta.space_folder}
 
 
 def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
