@@ -321,6 +321,40 @@ def test_a_refused_resume_of_a_space_narrowed_back_says_force_adds_nothing(
         "--study NEW to start a new study\n")
 
 
+def test_a_refused_resume_stops_at_the_first_config_force_would_add(
+        tmp_path, monkeypatch, capsys):
+    """A refused resume says whether ``--force`` would measure configs the study lacks.
+    It counted every config of a space up to 50,000 (a second there, on a refusal decided
+    without them); the first config the study lacks tells it, and the rest of the space is
+    never enumerated."""
+    import sweeper.study
+    from sweeper.cli import main
+
+    enumerated = []
+    resolved = sweeper.study.resolved
+
+    def counted(*args, **kwargs):
+        for item in resolved(*args, **kwargs):
+            enumerated.append(item)
+            yield item
+
+    monkeypatch.setattr(sweeper.study, "resolved", counted)
+    space = tmp_path / "x.yaml"
+    space.write_text((ROOT / "spaces" / "copy.yaml").read_text())
+    run = ["run", str(space), "--device",
+           f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}", "--studies-dir",
+           str(tmp_path), "--quiet", "--no-report", "--trials", "2"]
+    assert main(run) == 0
+    space.write_text(space.read_text().replace("warmup: 10", "warmup: 11"))
+    capsys.readouterr()
+    enumerated.clear()
+    assert main(run) == 2
+    assert capsys.readouterr().err.endswith(
+        "; rerun with --force to keep its trials and add new ones to them, or with "
+        "--study NEW to start a new study\n")
+    assert 1 <= len(enumerated) <= 3            # at most past the 2 measured: of 210
+
+
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_model_samplers_never_measure_a_config_twice(write_space, tmp_path, sampler):
     path = write_space(f"""
