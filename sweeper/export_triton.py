@@ -39,10 +39,10 @@ As it is imported where sweeper is installed, the module compares its winners'
 where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
 False).  A user kernel whose source cannot be found as the module is written (its module
 gone, or no longer defining it) is refused (:func:`refuse_unfound`): its ``key`` and
-footprint rule come from that source.  A built-in built from its space's options
-(``torch-op``) keeps them (``kernel_options``), as a tuning entry does: they name the
-kernel the module holds (a study of another op is refused) and its source is hashed from
-them.
+footprint rule come from that source.  A kernel that launches no Triton function whose
+``@triton.autotune`` could take its winners is refused (:func:`refuse_not_triton`):
+compiled CUDA C, and ``torch-op``, a library op, whose tuning entries (``--format
+tuning``) keep the options it is built from instead.
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ from sweeper.export import (
     measured_source,
     output_file,
     problem_tops,
-    recorded_options,
     recorded_space,
     rule_for,
     study_winners,
@@ -112,24 +111,24 @@ class TritonExport(NamedTuple):
 
 def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     """:func:`export_triton`, with the note on the key: the kernel's declaration, read
-    once (:func:`~sweeper.export.kernel_declared`), gives the CUDA C check, the key, the
-    footprint rule and the note alike."""
+    once (:func:`~sweeper.export.kernel_declared`), gives the check that it launches a
+    Triton function (:func:`refuse_not_triton`), the key, the footprint rule and the note
+    alike."""
     target = Path(path)
     output_file(store, target)
     won = study_winners(store)
     refuse_unfound(won.meta.kernel)
     declared = kernel_declared(won.meta.kernel)
-    refuse_cuda_c(won.meta.kernel, declared)
+    refuse_not_triton(won.meta.kernel, declared)
     data = _existing(target)
     kernel = won.meta.tuned_name
     kernel_path = won.meta.kernel if won.meta.kernel != kernel else None
-    options = recorded_options(won.meta)
     recorded = recorded_space(won.meta)             # read once, as the files are now
-    mine = kernel_name(kernel, kernel_path, options)
-    # a module written before kernel_path (or kernel_options) was kept is taken to hold
-    # this kernel's path (its options)
+    mine = kernel_name(kernel, kernel_path, None)
+    # a module written before kernel_path was kept is taken to hold this kernel's path; one
+    # an older sweeper wrote of a torch-op study names its op (kernel_options)
     held = kernel_name(data["kernel"], data.get("kernel_path", kernel_path),
-                       data.get("kernel_options", options)) if data else mine
+                       data.get("kernel_options")) if data else mine
     if held != mine:
         raise SweeperError(f"{target}: holds kernel {held!r}, not {mine!r}; one module per "
                            "kernel: give another -o")
@@ -137,9 +136,6 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     gpu = won.meta.gpu
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
-    data.pop("kernel_options", None)         # or by their options (torch-op's op)
-    if options:
-        data["kernel_options"] = options
     data["dims"] = _key(won)
     data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
     clash = cache_clash(data["gpus"].get(gpu), section)
@@ -155,7 +151,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    warn_source_changed(won.meta, options, recorded)
+    warn_source_changed(won.meta, None, recorded)
     return TritonExport(target, section, note, [
         f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
         if problem_of(pick.trial) in won.unfinished])
@@ -196,10 +192,13 @@ def refuse_unfound(kernel: str) -> None:
         "PYTHONPATH")
 
 
-def refuse_cuda_c(kernel: str, declared: type[Kernel] | SweeperError | None = None) -> None:
-    """A :class:`SweeperError` where ``kernel`` is compiled CUDA C (the built-in ``cuda``,
-    or a user kernel launching ``sweeper.cuda``, read from its source): no
-    ``@triton.autotune`` can take its configs, which are defines and a grid.
+def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError | None = None
+                      ) -> None:
+    """A :class:`SweeperError` where ``kernel`` launches no Triton function whose
+    ``@triton.autotune`` could take its configs: compiled CUDA C (the built-in ``cuda``,
+    or a user kernel launching ``sweeper.cuda``, read from its source), whose configs are
+    defines and a grid, or a kernel that says why it launches none
+    (:attr:`~sweeper.kernels.Kernel.no_triton_function`: ``torch-op``, a library op).
     ``declared``: its declaration read already (:func:`~sweeper.export.kernel_declared`),
     else it is read here."""
     from sweeper.core._spelling import option
@@ -207,10 +206,12 @@ def refuse_cuda_c(kernel: str, declared: type[Kernel] | SweeperError | None = No
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return                         # a declaration that cannot be read: taken as Triton's
-    if getattr(declared, "needs_gpu", False):
-        raise SweeperError(f"kernel {kernel} is compiled CUDA C, not a Triton kernel: its "
-                           f"configs cannot feed @triton.autotune; allowed: {option('format')} "
-                           "tuning (sweeper.tuned), csv, parquet or optuna")
+    why = ("is compiled CUDA C, not a Triton kernel: its configs cannot feed "
+           "@triton.autotune" if getattr(declared, "needs_gpu", False) else
+           getattr(declared, "no_triton_function", ""))
+    if why:
+        raise SweeperError(f"kernel {kernel} {why}; allowed: {option('format')} tuning "
+                           "(sweeper.tuned), csv, parquet or optuna")
 
 
 def _existing(target: Path) -> dict[str, Any] | None:

@@ -416,9 +416,10 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     run); a kernel whose source cannot be found at all (its module gone, or no longer
     defining it: :func:`unfound`) is warned of, once, as not compared; winners without
     a hash, a kernel whose source cannot be told otherwise, and a ``_DATA`` of another
-    shape say nothing; a kernel built from its space's options (``torch-op``) is hashed
-    from those the module keeps (``kernel_options``), as a tuning entry's.  Whether some
-    winner is stale (warned of now or before)."""
+    shape say nothing; a kernel built from its space's options (a ``torch-op`` module an
+    older sweeper wrote, before its studies were refused this format) is hashed from those
+    the module keeps (``kernel_options``), as a tuning entry's.  Whether some winner is
+    stale (warned of now or before)."""
     from sweeper.kernels import source_hash_now
 
     try:

@@ -612,7 +612,9 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
     autotune configs); where the source says no meta-parameters it could read, the names
     ``params`` (a space's ``params`` mapping) gives besides the launch and problem axes
     and the dimensions, without defaults or checks; the rest is the base
-    :class:`Kernel`'s.  Its ``unread`` names what could not be read."""
+    :class:`Kernel`'s (its ``defaults`` too where the source sets none; one the source
+    sets replaces them whole, as the class itself does).  Its ``unread`` names what could
+    not be read."""
     from sweeper.core._model import LAUNCH_AXES, PROBLEM_AXES
     from sweeper.kernels._base import Kernel, MetaParam
     from sweeper.kernels._unimported import ImportRefused, read_declaration
@@ -632,9 +634,17 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
         n: MetaParam(default=0, doc="not checked: the kernel was not imported")
         for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and
         n not in (*LAUNCH_AXES, *PROBLEM_AXES, *dims)})
-    attrs["defaults"] = {**Kernel.defaults, **attrs.get("defaults", {})}
     attrs["unread"] = read.unread if read is not None else ()
     return type("UncheckedKernel", (Kernel,), {**attrs, "name": name})
+
+
+def inherits_defaults(declared: type[Any]) -> bool:
+    """Whether kernel class ``declared`` takes the base :class:`Kernel`'s ``defaults`` as
+    they are: neither it nor a class between it and Kernel sets its own (a stand-in for an
+    unimported kernel whose source sets none, or whose ``defaults`` could not be read)."""
+    from sweeper.kernels._base import Kernel
+
+    return declared.defaults is Kernel.defaults
 
 
 def sampler_capabilities(name: str) -> SamplerCapabilities:

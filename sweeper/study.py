@@ -22,7 +22,7 @@ from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Budget, Config, Configs, Invalid, Origin, Space
 from sweeper.space._files import extended_file
-from sweeper.store import FORMAT, JOURNAL, Storage
+from sweeper.store import FORMAT, JOURNAL, Storage, StudyMeta
 
 MAX_ENUMERATED = MAX_CONFIGS       # the parser refuses larger spaces at the largest axis
 
@@ -354,16 +354,16 @@ def _placed(lines: list[str], at: int) -> str:
 
 
 def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space_text: str,
-                   new_configs: int | None = None) -> str:
+                   new_configs: bool | None = None) -> str:
     """Why a study whose fingerprint differs from this run's is not resumed, and the ways
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
     :func:`fingerprint_damage`), the kernel's source changed, or other settings.
-    ``new_configs``: how many configs of this run's space the study has not measured
-    (:func:`configs_unmeasured`; None: not counted); with none, ``--force`` is said to
+    ``new_configs``: whether this run's space has configs the study has not measured
+    (:func:`measures_new`; None: not told); with none, ``--force`` is said to
     keep the trials and measure nothing new (a space narrowed back: the trials of the
     configs it leaves out stay in the study and its report, and enter no final)."""
-    keeps = "and add new ones to them" if new_configs != 0 else (
+    keeps = "and add new ones to them" if new_configs is not False else (
         "under these settings (it measures nothing new: the study holds every config of "
         "this space)")
     ways = (f"rerun with {given('force')} to keep its trials {keeps}, or "
@@ -449,8 +449,26 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
                            environment=environment, budget=ran_under, bounds=bounds,
                            finals=finals_wanted(space, device), zipped=zipped_json(space),
-                           **resumed_with(space, device, wanted))
+                           **{**resumed_with(space, device, wanted),
+                              **space_file_kept(store.study_meta(), space)})
     return built
+
+
+def space_file_kept(meta: StudyMeta, space: Space) -> dict[str, str]:
+    """The space file's path and folder a resume by ``space`` keeps as the study recorded
+    them, where it is the file the study's last run read (named from another working
+    folder, ``../a/spaces/x.yaml`` for ``spaces/x.yaml``): the path is a display field,
+    relative to the folder its command ran in, and the report's command to reproduce the
+    study names it beside the command that created it, from the same folder; another file
+    (moved, or another of the same study) is recorded as this run named it.  None kept
+    from a study that recorded no folder (an older sweeper's)."""
+    if not meta.space_folder or not meta.space_path:
+        return {}
+    recorded = Path(meta.space_folder, Path(meta.space_path).name)
+    now = Path(space.folder, Path(space.path).name)
+    if recorded.resolve() != now.resolve():
+        return {}
+    return {"space_path": meta.space_path, "space_folder": meta.space_folder}
 
 
 def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
@@ -479,8 +497,8 @@ def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, for
     its path, ``table`` this run's, as the device was given it).  ``planned``: what
     ``plan`` tells of the run's resume, ``wanted`` being :func:`planned_fingerprint`,
     whose entries alone are compared (the run would refuse what it refuses).  ``facts``:
-    the GPU the run measures on, by which a refusal counts the configs ``--force`` would
-    add (None: not counted)."""
+    the GPU the run measures on, by which a refusal tells whether ``--force`` would add
+    configs (:func:`measures_new`; None: not told)."""
     meta = store.meta()
     have = recorded_fingerprint(meta, space)
     if planned:
@@ -490,27 +508,31 @@ def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, for
     if changed and not force:
         raise StudyError(resume_refused(
             store.root, changed, meta, space.text,
-            None if facts is None else configs_unmeasured(store, space, facts)))
+            None if facts is None else measures_new(store, space, facts)))
     return changed
 
 
-#: Spaces up to this size have their configs the study lacks counted for a refused
-#: resume's advice (larger: the count would hold back the message by seconds).
-COUNTED_UP_TO = 50_000
+#: The most configs a refused resume enumerates to tell whether ``--force`` would measure
+#: any (:func:`measures_new`): past them, it is not told, and the refusal comes at once.
+SEARCHED_UP_TO = 50_000
 
 
-def configs_unmeasured(store: Storage, space: Space, facts: DeviceFacts) -> int | None:
-    """How many valid configs of ``space`` on the GPU ``facts`` describes the study in
-    ``store`` has not measured on its kernel source now (what a resume forced past other
-    settings would measure); None for a space too large to count quickly."""
-    if space.size > COUNTED_UP_TO:
-        return None
+def measures_new(store: Storage, space: Space, facts: DeviceFacts) -> bool | None:
+    """Whether a resume forced past other settings would measure some valid config of
+    ``space`` on the GPU ``facts`` describes that the study in ``store`` has not measured
+    on its kernel source now: True at the first such config enumerated, without counting
+    the rest (in a study that lacks any, commonly among the first); False where it holds
+    every one; None where :data:`SEARCHED_UP_TO` configs were enumerated without telling
+    (a space that large, mostly measured or ruled out), so the refusal never waits on it."""
     from sweeper.store import key_of
     from sweeper.winners import Sources
 
     done = {t.key() for t in Sources.of(store.study_meta()).done(store.records()[0])}
-    return sum(1 for choice, outcome in resolved(space, facts.env(), facts.max_footprint)
-               if not isinstance(outcome, Invalid) and key_of(choice) not in done)
+    enumerated = resolved(space, facts.env(), facts.max_footprint)
+    for choice, outcome in itertools.islice(enumerated, SEARCHED_UP_TO):
+        if not isinstance(outcome, Invalid) and key_of(choice) not in done:
+            return True
+    return None if space.size > SEARCHED_UP_TO else False
 
 
 def sampler_json(space: Space) -> dict[str, Any]:

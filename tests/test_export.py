@@ -489,6 +489,42 @@ def cuda_project(tmp_path):
             "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
 
 
+def test_a_file_a_base_space_names_is_read_from_the_base_s_folder_by_every_reader(
+        tmp_path, monkeypatch, capsys):
+    """docs/space.md: a kernel's paths are read from the space file that writes them.  A
+    space in ``a/`` extends ``sub/base.yaml``, whose ``source: copy.cu`` lies beside it:
+    ``run`` read ``a/sub/copy.cu``, while the readers of the study's recorded text (export,
+    a worker without a space, from any folder) read ``a/copy.cu``, named the base's key at
+    the main file's name and a line of the recorded text, and found no file."""
+    import shutil
+
+    from sweeper.cli import main
+
+    run = cuda_project(tmp_path)
+    base = tmp_path / "a" / "spaces" / "sub"
+    base.mkdir()
+    shutil.move(tmp_path / "a" / "kern" / "copy.cu", base / "copy.cu")
+    (base / "base.yaml").write_text(CUDA_SPACE)
+    (tmp_path / "a" / "spaces" / "x.yaml").write_text("study: x\nextends: sub/base.yaml\n")
+    monkeypatch.chdir(tmp_path / "a")
+    assert main(run) == 0
+    monkeypatch.chdir(tmp_path / "b")
+    capsys.readouterr()
+    assert main(["export", "x", "--studies-dir", "../st", "-o", "tuning.json"]) == 0
+    assert capsys.readouterr().err == ""
+    [entry] = json.loads((tmp_path / "b" / "tuning.json").read_text())["entries"]
+    assert entry["kernel_options"]["source"] == str(base / "copy.cu")
+    assert entry["footprint_expr"] == "m * n * itemsize"
+    common = ["--study", "x", "--studies-dir", "../st", "--device",
+              f"replay:{tmp_path / 'a' / 't.csv'}"]
+    assert main(["worker", *common]) == 0, capsys.readouterr().err
+    (base / "copy.cu").unlink()              # what is missing is named where it is written
+    assert main(["worker", *common]) == 2
+    assert capsys.readouterr().err == (
+        f"{base / 'base.yaml'}:3: kernel.source: no file {base / 'copy.cu'}; "
+        "allowed: a CUDA source file, relative to the space file\n")
+
+
 def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
         tmp_path, monkeypatch, capsys):
     """A study records the space file's path as its command named it, relative to the

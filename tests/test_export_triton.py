@@ -662,30 +662,25 @@ def test_an_export_reads_the_kernels_declaration_once(tmp_path, monkeypatch, cap
     assert data["footprint"] == footprint_rule("examples.scale:scale").text
 
 
-def test_a_torch_ops_module_keeps_its_op_holds_no_other_and_is_compared_by_it(tmp_path):
-    """A ``torch-op`` study's module keeps the op (``kernel_options``), as its tuning
-    entries do: a study of another op is refused rather than merged into it (every op is
-    the built-in ``torch-op``), and importing the module hashes the op's source now from
-    it, warning where it is not the one the winners were measured on."""
-    from sweeper.errors import StaleTuningWarning
+def test_a_torch_op_study_is_refused_and_nothing_written(tmp_path, capsys):
+    """A ``torch-op`` study times a library op: no Triton function launches with its
+    winners, a grid and block that nothing reads, so a module of them would tune nothing
+    (``configs()`` gave ``num_warps=1`` and ``grid()`` one program for whatever kernel took
+    them).  The export is refused in one line, exit 2, naming the formats that keep its
+    winners, and no module is written; ``--format tuning`` writes its entries."""
     from tests.test_export import torch_op_study
 
-    out = tmp_path / "tuned_gelu.py"
     gelu = torch_op_study(tmp_path, "g", "torch.nn.functional.gelu", 10.0)
-    meta = json.loads((gelu.root / "study.json").read_text())
-    (gelu.root / "study.json").write_text(json.dumps(
-        {**meta, "kernel_source_hash": "0123456789abcdef"}))    # not the source now
-    with pytest.warns(StaleTuningWarning, match=r"study g: the source of torch-op changed"):
-        export_triton(gelu, out)
-    with pytest.raises(SweeperError, match=r"tuned_gelu.py: holds kernel "
-                       r"'torch-op:torch\.nn\.functional\.gelu', not 'torch-op:torch\.relu'; "
-                       r"one module per kernel"):
-        export_triton(torch_op_study(tmp_path, "r", "torch.relu", 20.0), out)
-    with pytest.warns(StaleTuningWarning, match=r"earlier source of torch-op"):
-        module = load(out)
-    assert module.STALE is True
-    assert module.KERNEL == "torch-op"
-    assert [w["study"] for w in module.WINNERS["Fake GPU"]] == ["g"]
+    out = tmp_path / "tuned_gelu.py"
+    assert main(["export", str(gelu.root), "--format", "triton", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: kernel torch-op calls a torch op, not a Triton kernel: its winners are a "
+        "grid and block that nothing reads, which tune no @triton.autotune; allowed: "
+        "--format tuning (sweeper.tuned), csv, parquet or optuna\n")
+    assert not out.exists()
+    assert main(["export", str(gelu.root), "-o", str(tmp_path / "tuning.json")]) == 0
+    assert json.loads((tmp_path / "tuning.json").read_text())["entries"][0]["kernel"] == \
+        "torch-op"
 
 
 def test_a_modules_configs_and_pick_give_warm_winners_only_where_warm_is_asked(tmp_path):

@@ -167,6 +167,29 @@ def test_plan_knows_a_subclass_options_and_its_meta_parameters(module, tmp_path,
     assert not marker.exists()
 
 
+def test_plan_and_run_name_a_subclass_as_its_space_does(module, tmp_path, capsys):
+    """A space whose kernel's options or values are wrong is refused in the same line by
+    ``plan``, which reads the kernel's source, and ``run``, which imports it: both name the
+    kernel as the space does (``module:attr``, what a fix writes under ``kernel:``), never
+    by the ``name`` its class declares (``rowwise``, which no space could load)."""
+    name, _ = module(SUBCLASS + "".join(
+        f"    def {method}(self, *args): ...\n" for method in (
+            "__init__", "allocate", "randomize", "poison", "launch", "check")))
+    spaces = [SPACE.format(kernel=f"{name}:Rowwise"),
+              SPACE.format(kernel=f"{{name: {name}:Rowwise, speed: high}}"),
+              SPACE.format(kernel=f"{{name: {name}:Rowwise, mode: fast}}").replace(
+                  "32, 64]", "32, 48]")]
+    try:
+        for text in spaces:
+            rc, _, planned = _plan(tmp_path, capsys, text)
+            assert rc == 2 and f"{name}:Rowwise" in planned and "rowwise" not in planned
+            assert main(["run", str(tmp_path / "s.yaml"), "--device", "interpret",
+                         "--studies-dir", str(tmp_path / "st")]) == 2
+            assert capsys.readouterr().err == planned
+    finally:
+        sys.modules.pop(name, None)
+
+
 def test_a_non_literal_declaration_is_named_and_stood_in_for(module, tmp_path, capsys):
     name, marker = module(NOT_LITERAL)
     rc, out, _ = _plan(tmp_path, capsys, SPACE.format(kernel=f"{name}:rowwise")
@@ -203,9 +226,53 @@ def test_a_default_grid_that_names_an_unknown_axis_is_the_kernels(module, tmp_pa
     assert err.endswith(
         f"s.yaml:1: kernel: the base Kernel's default grid 'cdiv(n, BLOCK)', standing in for "
         f"params.grid (kernel {name}:Tiled's own could not be read from its source: "
-        f"meta_params at {name}.py:11 (not a literal)), is refused (give params.grid): "
+        f"meta_params at {name}.py:11 (not a literal)), is refused (give the class a "
+        "default grid of its own: defaults = {**Kernel.defaults, 'grid': ...}; or give "
+        "params.grid): "
         "unknown name 'BLOCK' in 'cdiv(n, BLOCK)'; known: block, footprint, grid, itemsize, "
         "l2_bytes, n, sms; did you mean 'block'?\n")
+
+
+@pytest.mark.parametrize(
+    "defaults", ["", '    defaults = {"block": 64, "dtype": "float32", "footprint": "4KiB"}\n'],
+    ids=["inherited", "without-grid"])
+def test_a_kernel_class_without_a_grid_of_its_own_is_told_to_declare_one(
+        module, tmp_path, capsys, defaults):
+    """A ``Kernel`` subclass over its own meta-parameter (``TILE``) that declares no default
+    grid: the base Kernel's ``cdiv(n, BLOCK)`` it inherits reads a ``BLOCK`` it lacks, and
+    one whose ``defaults`` leave ``grid`` out has none at all (``run`` raised a KeyError).
+    ``plan`` and ``run`` refuse it in one line naming what to change: the class's
+    ``defaults``, which every space of the kernel reads, or the file's ``params.grid``."""
+    source = MARK + (
+        "from sweeper.kernels import Kernel, MetaParam\n\nclass Tiled(Kernel):\n"
+        '    name = "tiled"\n    meta_params = {"TILE": MetaParam(default=64, pow2=True)}\n'
+        f"{defaults}" + "".join(f"    def {method}(self, *args): ...\n" for method in (
+            "allocate", "randomize", "poison", "launch", "check")))
+    name, _ = module(source)
+    kernel = f"{name}:Tiled"
+    said = (f"s.yaml:1: kernel: the base Kernel's default grid 'cdiv(n, BLOCK)', which kernel "
+            f"{kernel} inherits (its class sets no defaults), standing in for params.grid, is "
+            "refused (give the class a default grid of its own: defaults = {**Kernel.defaults, "
+            "'grid': ...}; or give params.grid): unknown name 'BLOCK' in 'cdiv(n, BLOCK)'; "
+            "known: TILE, block, footprint, grid, itemsize, l2_bytes, n, sms; did you mean "
+            "'block'?\n") if not defaults else (
+        f"s.yaml:1: kernel: kernel {kernel}'s class gives no default grid (its defaults: "
+        "block, dtype, footprint), and the file no params.grid; allowed: 'grid' in the "
+        "class's "
+        'defaults (the programs launched: an expression over its dimensions and '
+        'meta-parameters, such as "cdiv(n, BLOCK)"), or params.grid\n')
+    try:
+        rc, out, err = _plan(tmp_path, capsys, f"kernel: {kernel}\nparams:\n  TILE: [64]\n")
+        assert (rc, out) == (2, "") and err.endswith(said), err
+        assert main(["run", str(tmp_path / "s.yaml"), "--device", "interpret",
+                     "--studies-dir", str(tmp_path / "st")]) == 2
+        assert capsys.readouterr().err == err
+        assert not (tmp_path / "st").exists()
+        (tmp_path / "s.yaml").write_text(f"kernel: {kernel}\nparams:\n  TILE: [64]\n"
+                                         '  grid: ["cdiv(n, TILE)"]\n')
+        assert main(["plan", str(tmp_path / "s.yaml"), "--device", "interpret"]) == 0
+    finally:
+        sys.modules.pop(name, None)
 
 
 ARITHMETIC = MARK + """

@@ -108,10 +108,11 @@ def test_a_footprint_still_sizes_square_matmuls_and_one_d_kernels():
     (STRIDED + "  stride: [65]\n", 3,
      "params.stride[0]: stride: 65 is out of its limits; allowed: an integer >= 1 and <= 64"),
     (STRIDED + "  n: [1024]\n", 2,
-     "params: missing dimension stride (elements between two reads); strided has no default "
-     "for it: give params.stride"),
+     "params: missing dimension stride (elements between two reads); "
+     "tests.test_shapes:StridedDeclaration has no default for it: give params.stride"),
     (STRIDED + "  footprint: [64KiB]\n", 3,
-     "params.footprint: strided is sized by its dimensions, not a footprint; give n, stride"),
+     "params.footprint: tests.test_shapes:StridedDeclaration is sized by its dimensions, not "
+     "a footprint; give n, stride"),
 ])
 def test_a_bad_dimension_is_refused_at_its_line(text, line, message):
     with pytest.raises(SpaceError) as info:

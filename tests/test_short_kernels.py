@@ -198,8 +198,9 @@ def test_a_1d_footprint_other_than_n_times_itemsize_is_sized_by_n(tmp_path):
     trials, _ = StudyStore(study.path).records()
     assert {(t.status, t.config.problem.n, t.config.problem.footprint) for t in trials} == {
         (TrialStatus.OK, 1024, 8192)}
-    with pytest.raises(SweeperError, match=r"params\.footprint: named_by_both_arrays is "
-                       r"sized by its dimensions, not a footprint; give n"):
+    with pytest.raises(SweeperError, match=r"params\.footprint: tests\.short_kernels_for_"
+                       r"tests:named_by_both_arrays is sized by its dimensions, not a "
+                       r"footprint; give n"):
         sweeper.run(space.replace("BLOCK: [256, 1024]", "footprint: [8KiB]"),
                     device="interpret", studies_dir=tmp_path, quiet=True, report=False)
 

@@ -631,8 +631,9 @@ def test_a_kernels_bad_default_is_refused_at_the_kernel_as_its_default():
     with pytest.raises(SpaceError) as info:
         parse("kernel: tests.kernels_for_tests:DefaultsToOddBlock\nparams:\n  BLOCK: [256]\n")
     assert str(info.value) == (
-        "s.yaml:1: kernel: defaults-to-odd-block's default block 100, standing in for "
-        "params.block, is refused (give params.block): 100 threads per program; allowed: "
+        "s.yaml:1: kernel: kernel tests.kernels_for_tests:DefaultsToOddBlock's default block "
+        "100, standing in for params.block, is refused (change 'block' in its class's "
+        "defaults, or give params.block): 100 threads per program; allowed: "
         "32, 64, 128, 256, 512, 1024 (num_warps × 32)")
     assert parse("kernel: tests.kernels_for_tests:DefaultsToOddBlock\nparams:\n"
                  "  block: [128]\n").axis("block").labels == ("128",)

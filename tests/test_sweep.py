@@ -321,6 +321,40 @@ def test_a_refused_resume_of_a_space_narrowed_back_says_force_adds_nothing(
         "--study NEW to start a new study\n")
 
 
+def test_a_refused_resume_stops_at_the_first_config_force_would_add(
+        tmp_path, monkeypatch, capsys):
+    """A refused resume says whether ``--force`` would measure configs the study lacks.
+    It counted every config of a space up to 50,000 (a second there, on a refusal decided
+    without them); the first config the study lacks tells it, and the rest of the space is
+    never enumerated."""
+    import sweeper.study
+    from sweeper.cli import main
+
+    enumerated = []
+    resolved = sweeper.study.resolved
+
+    def counted(*args, **kwargs):
+        for item in resolved(*args, **kwargs):
+            enumerated.append(item)
+            yield item
+
+    monkeypatch.setattr(sweeper.study, "resolved", counted)
+    space = tmp_path / "x.yaml"
+    space.write_text((ROOT / "spaces" / "copy.yaml").read_text())
+    run = ["run", str(space), "--device",
+           f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}", "--studies-dir",
+           str(tmp_path), "--quiet", "--no-report", "--trials", "2"]
+    assert main(run) == 0
+    space.write_text(space.read_text().replace("warmup: 10", "warmup: 11"))
+    capsys.readouterr()
+    enumerated.clear()
+    assert main(run) == 2
+    assert capsys.readouterr().err.endswith(
+        "; rerun with --force to keep its trials and add new ones to them, or with "
+        "--study NEW to start a new study\n")
+    assert 1 <= len(enumerated) <= 3            # at most past the 2 measured: of 210
+
+
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_model_samplers_never_measure_a_config_twice(write_space, tmp_path, sampler):
     path = write_space(f"""
@@ -540,6 +574,38 @@ def test_a_study_folder_copied_under_another_name_is_the_study_of_that_name(
     assert (meta["study"], meta["copied_from"]) == ("b", "copy-fp32-replay")
     original = json.loads((tmp_path / "copy-fp32-replay" / "study.json").read_text())
     assert original["study"] == "copy-fp32-replay" and "copied_from" not in original
+
+
+def test_a_resume_from_another_folder_keeps_the_space_file_the_study_recorded(
+        tmp_path, monkeypatch, capsys):
+    """The study records its space file as the command that created it named it, relative
+    to the folder it ran in (``spaces/x.yaml``).  A resume of that file from another folder
+    (``../a/spaces/x.yaml``) rewrote it, so the report's command to reproduce the study
+    and the command that created it named one file from two folders, neither said which;
+    it is kept, and another file run into the study is recorded as its run named it."""
+    from sweeper.cli import main
+
+    (tmp_path / "a" / "spaces").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    text = (ROOT / "spaces" / "copy.yaml").read_text()
+    (tmp_path / "a" / "spaces" / "x.yaml").write_text(text)
+    table = f"replay:{ROOT / 'tests' / 'data' / 'replay' / 'h200-copy.csv'}"
+    run = ["-p", "BLOCK=512,1024", "--device", table, "--study", "x", "--studies-dir",
+           str(tmp_path / "st"), "--quiet", "--trials"]
+    monkeypatch.chdir(tmp_path / "a")
+    assert main(["run", "spaces/x.yaml", *run, "1", "--no-report"]) == 0
+    monkeypatch.chdir(tmp_path / "b")
+    assert main(["run", "../a/spaces/x.yaml", *run, "2"]) == 0
+    meta = json.loads((tmp_path / "st" / "x" / "study.json").read_text())
+    assert (meta["space_path"], meta["space_folder"]) == (
+        "spaces/x.yaml", str(tmp_path / "a" / "spaces"))
+    report = json.loads((tmp_path / "st" / "x" / "report.json").read_text())
+    assert report["command"].startswith("sweeper run spaces/x.yaml ")
+    assert report["reproduce"].startswith("sweeper run spaces/x.yaml ")
+    (tmp_path / "b" / "y.yaml").write_text(text)        # another file, the same space
+    assert main(["run", "y.yaml", *run, "3", "--no-report"]) == 0
+    meta = json.loads((tmp_path / "st" / "x" / "study.json").read_text())
+    assert (meta["space_path"], meta["space_folder"]) == ("y.yaml", str(tmp_path / "b"))
 
 
 def test_a_study_resumed_with_force_adopts_the_new_space_and_resumes_without_it_after(

@@ -260,6 +260,11 @@ class Kernel(abc.ABC):
     #: The kernel runs on a CUDA GPU only (compiled CUDA C): a device that runs kernels
     #: elsewhere (the interpreter) refuses it before the first trial.
     needs_gpu: ClassVar[bool] = False
+    #: Why the kernel's winners can feed no ``@triton.autotune``, where it launches no
+    #: Triton function whose constexprs and warps they would set (``torch-op`` calls a
+    #: library op): ``export --format triton`` refuses its study saying so.  Empty: they
+    #: can (compiled CUDA C, which cannot either, says so by :attr:`needs_gpu`).
+    no_triton_function: ClassVar[str] = ""
 
     @classmethod
     def resolve_option(cls, key: str, value: str, folder: Path) -> str:

@@ -289,6 +289,9 @@ class TorchOpDeclaration(Kernel):
         "rows": "1", "cols": "footprint // itemsize"}
     summary: ClassVar[str] = ("y = op(x) for a torch callable named in the space "
                               "(kernel: {name: torch-op, op: ...}), over shapes and dtypes")
+    no_triton_function: ClassVar[str] = (
+        "calls a torch op, not a Triton kernel: its winners are a grid and block that "
+        "nothing reads, which tune no @triton.autotune")
 
     @classmethod
     def bytes_moved(cls, problem: Problem) -> int:

@@ -34,7 +34,7 @@ from sweeper.kernels._own_modules import module_file, own_source
 
 #: The class attributes a Kernel subclass's declaration is read from.
 CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",
-               "defaults", "footprint_bytes", "dims_from_footprint")
+               "defaults", "footprint_bytes", "dims_from_footprint", "no_triton_function")
 #: ``sweeper.kernel``'s keywords that declare something a space is checked against.
 SHORT_KEYWORDS = ("dims", "meta", "grid", "block", "dtype", "footprint_bytes", "autotuned")
 #: Calls built from literal arguments: the declaration's value types, nothing else.

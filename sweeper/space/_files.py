@@ -115,30 +115,39 @@ def _merged(pdata: dict[str, Any], pwhere: Where, data: dict[str, Any], where: W
     return merged, merged_where
 
 
-def load_recorded(text: str, file: str) -> tuple[Any, Where]:
+def load_recorded(text: str, file: str, folder: str | Path | None = None
+                  ) -> tuple[Any, Where]:
     """The data of a space's text as a study records it (:func:`load_located`'s third
     result: a file, then after a ``# extends REF:`` line each file it extends), merged as
-    ``extends:`` merged them when it was read, with where each key was written (lines of
-    ``text``); a text of one file is read as that file.  No file is read: a worker that
-    joins a study from its record needs none of them."""
-    parts: list[tuple[int, list[str]]] = [(0, [])]
-    for number, line in enumerate(text.splitlines(), 1):
-        if extended_file(line) is not None:
-            parts.append((number, []))
-        else:
+    ``extends:`` merged them when it was read, with where each key was written: ``file``
+    and its lines for the file's own, and for each file it extends that file's path as
+    ``extends:`` named it from the folder of the file before it (the first's ``folder``,
+    else ``file``'s), resolved, and its own lines, as :func:`load_located` names them, so
+    that a relative file name written there (a ``.cu`` source) is read from that file's
+    folder as the run read it.  No file is read: a worker that joins a study from its
+    record needs none of them."""
+    parts: list[tuple[str, list[str]]] = [(file, [])]
+    here = Path(folder) if folder else Path(file).parent.absolute()
+    for line in text.splitlines():
+        ref = extended_file(line)
+        if ref is None:
             parts[-1][1].append(line)
+            continue
+        extended = (here / ref).resolve()
+        here = extended.parent
+        parts.append((str(extended), []))
     if len(parts) == 1:
         data, lines = load_with_lines(text, file)
         return data, {k: (file, v) for k, v in lines.items()}
     merged: dict[str, Any] = {}
     merged_where: Where = {}
-    for start, lines_of in reversed(parts):
-        data, lines = load_with_lines("\n".join(lines_of), file)
+    for written, lines_of in reversed(parts):
+        data, lines = load_with_lines("\n".join(lines_of), written)
         if not isinstance(data, dict):
             raise SpaceError("not a space file: each file a space extends must be a mapping "
-                             "of keys", file=file, line=start + 1)
+                             "of keys", file=written, line=1)
         data.pop("extends", None)
-        where: Where = {k: (file, v + start) for k, v in lines.items()}
+        where: Where = {k: (written, v) for k, v in lines.items()}
         merged, merged_where = _merged(merged, merged_where, data, where)
     return merged, merged_where
 

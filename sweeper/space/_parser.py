@@ -106,6 +106,12 @@ MAX_OPTION = 200
 #: A mapping or list as an option's value (``inputs: {src: n}``), kept as its JSON text.
 MAX_STRUCTURED = 2000
 
+#: What a kernel's default for each axis a file may leave out is, as a message asks for one.
+_DEFAULT_OF = {"grid": "the programs launched: an expression over its dimensions and "
+                       "meta-parameters, such as \"cdiv(n, BLOCK)\"",
+               "block": "threads per program, such as 128",
+               "dtype": "a dtype, such as \"float32\""}
+
 #: The group of zipped axes ``from_autotune:`` adds to ``params``: one row per config.
 AUTOTUNE_GROUP = "autotune"
 
@@ -167,7 +173,7 @@ def parse_space(text: str, *, file: str = "<space>", default_study: str = "study
     its relative file names are read from (a study's recorded ``space_folder``), else
     ``file``'s folder, from the working folder where ``file`` is relative;
     ``overrides``: as :func:`load_space`'s (the axes a run's ``-p`` replaced)."""
-    data, where = override(*load_recorded(text, file), overrides)
+    data, where = override(*load_recorded(text, file, folder), overrides)
     return _Parser(file, where, user_code, folder).space(data, text, default_study)
 
 
@@ -183,7 +189,7 @@ def recorded_kernel_options(text: str, *, file: str = "<space>",
     study measured.  ``()`` for a kernel named without options; a
     :class:`~sweeper.errors.SpaceError` where the text names no kernel, or options it
     does not declare.  No user code is imported."""
-    data, where = load_recorded(text, file)
+    data, where = load_recorded(text, file, folder)
     parser = _Parser(file, where, user_code=False, folder=folder)
     value = data.get("kernel") if isinstance(data, dict) else None
     if value is None:
@@ -199,6 +205,11 @@ class _Parser:
     shape: Shape
     #: the kernel's declaration, once the file names it (:meth:`declared`)
     kernel_cls: type[KernelDeclaration]
+    #: the kernel as the file names it (``module:attr``, a built-in's or a plugin's name):
+    #: what messages call it, so that ``plan``, which reads a user kernel's source, and
+    #: ``run``, which imports it, say the same, and a fix they suggest reads as the file
+    #: must (``kernel: {name: ...}``), never by the ``name`` its class declares
+    kernel_name: str
 
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True, folder: str | Path | None = None) -> None:
@@ -340,7 +351,7 @@ class _Parser:
             elif name in dims:
                 raw = [self.shape.dim(name).default]
             else:
-                raw = [meta[name].default if name in meta else kernel.defaults[name]]
+                raw = [meta[name].default if name in meta else self.kernel_default(name)]
                 if f"kernel.{name}" in self.where:
                     self.from_option[path] = f"kernel.{name}"
                 else:
@@ -352,25 +363,47 @@ class _Parser:
             axes.append(Axis(name=name, role=role, values=values, origin=self.origin(path)))
         return axes
 
+    def kernel_default(self, name: str) -> Any:
+        """The kernel's default for axis ``name``, which the file leaves out: its class's
+        ``defaults`` must give it, as nothing else can stand in for it (the base Kernel's
+        are replaced whole by a class that sets its own)."""
+        defaults = self.kernel_cls.defaults
+        if name not in defaults:
+            raise self.error("kernel", f"kernel {self.kernel_name}'s class gives no default "
+                             f"{name} (its defaults: {', '.join(defaults) or 'none'}), and "
+                             f"the file no params.{name}; allowed: {name!r} in the class's "
+                             f"defaults ({_DEFAULT_OF[name]}), or params.{name}")
+        return defaults[name]
+
     @contextlib.contextmanager
     def at_kernel_default(self, name: str) -> Iterator[None]:
         """An error about axis ``name``, where the file leaves it out and the kernel's
         default stands in for it, raised at the kernel, saying whose default it is (the
-        base Kernel's where the kernel's source could not be read, unimported), not at a
-        ``params.NAME`` the file does not hold."""
+        base Kernel's where the kernel's class sets no ``defaults``, or its source could not
+        be read, unimported) and what to change: that class's ``defaults``, which every
+        space of the kernel reads, or the file's ``params``, not at a ``params.NAME`` the
+        file does not hold."""
         try:
             yield
         except SpaceError as err:
             if name not in self.defaulted:
                 raise
-            kernel = self.kernel_cls
-            unread = getattr(kernel, "unread", ())
-            whose = "the base Kernel's" if unread else f"{kernel.name}'s"
-            why = (f" (kernel {kernel.name}'s own could not be read from its source: "
+            kernel, value = self.kernel_name, shown(self.defaulted[name])
+            unread = getattr(self.kernel_cls, "unread", ())
+            if not plugins.inherits_defaults(self.kernel_cls):
+                raise self.error("kernel", f"kernel {kernel}'s default {name} {value}, "
+                                 f"standing in for params.{name}, is refused (change "
+                                 f"{name!r} in its class's defaults, or give params.{name}): "
+                                 f"{err.message}") from None
+            inherits = "" if unread else f", which kernel {kernel} inherits (its class " \
+                "sets no defaults)"
+            why = (f" (kernel {kernel}'s own could not be read from its source: "
                    f"{'; '.join(unread)})" if unread else "")
-            raise self.error("kernel", f"{whose} default {name} {shown(self.defaulted[name])}"
-                             f", standing in for params.{name}{why}, is refused (give "
-                             f"params.{name}): {err.message}") from None
+            raise self.error("kernel", f"the base Kernel's default {name} {value}{inherits}, "
+                             f"standing in for params.{name}{why}, is refused (give the class a "
+                             f"default {name} of its own: defaults = {{**Kernel.defaults, "
+                             f"{name!r}: ...}}; or give params.{name}): {err.message}"
+                             ) from None
 
     def checked_values(self, name: str, raw: list[Any], path: str) -> tuple[Value, ...]:
         """Axis ``name``'s values ``raw`` read and checked: each once, each one the axis
@@ -769,7 +802,7 @@ class _Parser:
         clash = [d for d in self.shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
                                                        *kernel.meta_params, *FACT_NAMES[:2])]
         if clash:
-            raise self.error("kernel", f"kernel {kernel.name}: dimension {clash[0]!r} "
+            raise self.error("kernel", f"kernel {name}: dimension {clash[0]!r} "
                              "has the name of an axis or a device fact; rename it")
         self.kernel_cls = kernel
         return name, options
@@ -784,6 +817,7 @@ class _Parser:
                              "{name: KERNEL, OPTION: value, ...}")
         name = value["name"] if isinstance(value, dict) else value
         kernel = self.kernel(name, params)
+        self.kernel_name = name
         return name, kernel, self.kernel_options(value, kernel, checked=checked)
 
     def dtype_name(self, raw: Any, path: str) -> str:
@@ -796,7 +830,7 @@ class _Parser:
         if name is not None and name in allowed:
             return name
         if name is not None:
-            raise self.error(path, f"{self.kernel_cls.name} takes no {name}; allowed: "
+            raise self.error(path, f"{self.kernel_name} takes no {name}; allowed: "
                              f"{', '.join(allowed)}")
         hint = did_you_mean(raw, [*allowed, *DTYPE_ALIASES]) if isinstance(raw, str) else ""
         raise self.error(path, f"unknown dtype {shown(raw)}; allowed: {', '.join(allowed)} "
@@ -841,20 +875,19 @@ class _Parser:
         program a launch cannot have, a dimension out of its declared limits, or a
         meta-parameter that is not a power of two where it must be one or not among its
         ``choices``."""
-        kernel = self.kernel_cls
-        declared = kernel.meta_params.get(axis)
+        declared = self.kernel_cls.meta_params.get(axis)
         if axis == "block" and value not in BLOCKS:
             return f"{value} threads per program; allowed: {BLOCKS_TEXT}"
         if axis in self.shape.names:
             refusal = self.shape.dim(axis).refusal(value)
             return None if refusal is None else f"{axis}: {refusal}"
         if declared is not None and declared.pow2 and not is_pow2(value):
-            return f"{value} is not a power of two; {kernel.name}'s {axis} must be one"
+            return f"{value} is not a power of two; {self.kernel_name}'s {axis} must be one"
         if declared is not None and declared.choices and value not in declared.choices:
-            return (f"{value} is not a value of {kernel.name}'s {axis}; allowed: "
+            return (f"{value} is not a value of {self.kernel_name}'s {axis}; allowed: "
                     f"{', '.join(map(str, declared.choices))}")
         if declared is not None and not declared.choices and value < declared.least:
-            return (f"{value} is below {declared.least}; allowed: {kernel.name}'s {axis} "
+            return (f"{value} is below {declared.least}; allowed: {self.kernel_name}'s {axis} "
                     f"from {declared.least} up")
         return None
 
@@ -869,7 +902,7 @@ class _Parser:
                              f"size the problem; give the footprint or the dimensions "
                              f"({', '.join(dims)}), not both")
         if "footprint" in params and not rules:
-            raise self.error("params.footprint", f"{self.kernel_cls.name} is sized by its "
+            raise self.error("params.footprint", f"{self.kernel_name} is sized by its "
                              f"dimensions, not a footprint; give {', '.join(dims)}")
         if "footprint" in params or (not given and rules and "footprint" in
                                      self.kernel_cls.defaults):
@@ -877,7 +910,7 @@ class _Parser:
         for d in dims:
             if d not in params and self.shape.dim(d).default is None:
                 raise self.error("params", f"missing dimension {d} ({self.shape.dim(d).doc}); "
-                                 f"{self.kernel_cls.name} has no default for it: give params.{d}")
+                                 f"{self.kernel_name} has no default for it: give params.{d}")
         return dims
 
     def zipped(self, params: Any, known: tuple[str, ...]) -> Any:
@@ -949,7 +982,7 @@ class _Parser:
             path = f"kernel.{key}"
             if key not in declared:
                 known = ", ".join(declared) if declared else "none (give just its name)"
-                raise self.error(path, f"kernel {kernel.name} takes no option {shown(key)}; "
+                raise self.error(path, f"kernel {self.kernel_name} takes no option {shown(key)}; "
                                  f"its options: {known}")
             option = json.dumps(raw) if isinstance(raw, (dict, list)) else raw
             limit = MAX_STRUCTURED if isinstance(raw, (dict, list)) else MAX_OPTION
@@ -970,8 +1003,8 @@ class _Parser:
         missing = [k for k in declared if k not in given and k not in defaults
                    and k not in getattr(kernel, "optional_options", ())]
         if missing:
-            raise self.error("kernel", f"kernel {kernel.name} needs option {missing[0]!r} "
-                             f"({declared[missing[0]]}): kernel: {{name: {kernel.name}, "
+            raise self.error("kernel", f"kernel {self.kernel_name} needs option {missing[0]!r} "
+                             f"({declared[missing[0]]}): kernel: {{name: {self.kernel_name}, "
                              f"{missing[0]}: ...}}")
         return tuple(sorted({**{k: v for k, v in defaults.items() if k in declared},
                              **given}.items()))

@@ -56,7 +56,8 @@ class StudyMeta:
     kernel_name: str = ""
     created: str = ""
     command: str = ""
-    #: the space file as its command named it (relative to the folder that ran it)
+    #: the space file as its command named it (relative to the folder that ran it); a
+    #: resume of the same file from another folder keeps it (:func:`sweeper.study.space_file_kept`)
     space_path: str = ""
     #: the folder, absolute, its relative file names were read from
     #: (:attr:`~sweeper.core.Space.folder`); empty in a study an older sweeper wrote,
