@@ -18,7 +18,8 @@
      around the best point so far, along one axis at a time, then TPE, then a random
      unseen config when TPE only repeats itself.
 
-   Each strategy's module gives its design and what was tried and measured worse.
+   Each strategy's module gives its design; docs/search.md, what was tried and measured
+   worse.
    Both read and draw from one :class:`SearchState` (``_auto_state.py``): the configs
    seen, their scores, the incumbent and the seeded random source.
 

@@ -15,26 +15,8 @@ tables against TPE).
    nothing); when TPE proposes only configs already measured (``MAX_TPE_REPEATS`` in a
    row), a random unseen one instead, so the search always progresses.
 
-What was tried and measured worse on the recorded tables (30 seeds each,
-``benchmarks/search_efficiency.py``), by design: expected improvement over the whole
-space instead of the neighbourhood (long tails on copy: a global model smooths over the
-narrow peak at one program per tile), best-first search from every measured point,
-diagonal moves (two axes at once), moving the centre on any gain, more or fewer start
-points.
-
-Measured again for issue 28 on all 56 recorded tables with the kernels' models withheld
-(``--samplers auto-nomodel``, switches at commit e17bbd1; docs/search.md, "Without a
-kernel model"), none kept: expected improvement over the whole space from the start, in
-turn with the moves, every other proposal after eight without a gain, or once the
-incumbent's moves are used up (instead of the moves around the next-best config; 30
-seeds: mean 11.40 trials against 11.75, matmul 1536³ medians 44-44.5 against 55.5-56,
-but worst cases on seven matmul tables of 1024³-4096³ of 44-82 trials against 27-37, and
-above TPE's or random's on 14 tables against 12); the same over the configs within one
-step of the incumbent on every axis; three, four, five or eight start points (four: mean
-11.08 against 12.44 on seeds 0-9, 11.76 against 11.75 on 30); spread points the
-constraints rule out moved to the nearest valid config; no marginal-best proposal; every
-value of an axis as a move; a normal prior on the process's log length scales; the
-process fitted to what an additive quadratic fit of the axes' positions leaves.
+What was tried and measured worse on the recorded tables, by design: docs/search.md,
+"What was tried and measured worse".
 """
 
 from __future__ import annotations
