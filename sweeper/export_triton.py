@@ -192,18 +192,15 @@ def refuse_unfound(kernel: str) -> None:
         "PYTHONPATH")
 
 
-def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError | None = None
-                      ) -> None:
+def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError) -> None:
     """A :class:`SweeperError` where ``kernel`` launches no Triton function whose
     ``@triton.autotune`` could take its configs: compiled CUDA C (the built-in ``cuda``,
     or a user kernel launching ``sweeper.cuda``, read from its source), whose configs are
     defines and a grid, or a kernel that says why it launches none
     (:attr:`~sweeper.kernels.Kernel.no_triton_function`: ``torch-op``, a library op).
-    ``declared``: its declaration read already (:func:`~sweeper.export.kernel_declared`),
-    else it is read here."""
+    ``declared``: its declaration (:func:`~sweeper.export.kernel_declared`)."""
     from sweeper.core._spelling import option
 
-    declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return                         # a declaration that cannot be read: taken as Triton's
     why = ("is compiled CUDA C, not a Triton kernel: its configs cannot feed "

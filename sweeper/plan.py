@@ -607,13 +607,7 @@ def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Co
     built-in declares them in its class; a ``cuda`` kernel by its tensors' shapes (or its
     ``bytes_moved`` and ``flops`` options); any other kernel declares none, and the plan
     counts its launches alone."""
-    from sweeper.kernels import (
-        BUILTINS,
-        bytes_moved_of,
-        dram_bytes_of,
-        flops_of,
-        interpreted_ops_of,
-    )
+    from sweeper.kernels import BUILTINS, declared_count
 
     if kernel == "cuda" and options:
         from sweeper.kernels._cuda_form import declared_counts as cuda_counts
@@ -621,10 +615,10 @@ def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Co
         return (*cuda_counts(options), None)
     if kernel not in BUILTINS:
         return None, None, None
-    counted = bytes_moved_of(kernel)
-    moved = dram_bytes_of(kernel) or counted       # what its access order moves
-    return (moved, flops_of(kernel) if counted is not None else None,
-            interpreted_ops_of(kernel))
+    counted = declared_count(kernel, "bytes_moved")
+    moved = declared_count(kernel, "dram_bytes") or counted   # what its access order moves
+    return (moved, declared_count(kernel, "flops") if counted is not None else None,
+            declared_count(kernel, "interpreted_ops"))
 
 
 def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[Plan, bool]:

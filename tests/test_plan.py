@@ -265,18 +265,18 @@ def _estimate(path: str, *extra: str, capsys: Any) -> str:
 def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys):
     from sweeper.devices import DeviceFacts, PlanCosts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.kernels import declared_count
     from sweeper.plan import UNMEASURED_FLOP_SCALE, RunCosts, RunShape, make_plan
     from sweeper.space import load_space
 
     monkeypatch.setattr(_gpu_query, "has_driver", lambda: False)
     space = load_space(ROOT / "spaces" / "matmul-8k.yaml")
     facts, measure = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20), space.measure
-    moved = bytes_moved_of("matmul")
+    moved = declared_count("matmul", "bytes_moved")
     assert moved is not None
     by_bytes = make_plan(space, moved, facts, GPU_COSTS, measure)
     computed = make_plan(space, moved, facts, GPU_COSTS, measure,
-                         flops=flops_of("matmul"), finals=True)
+                         flops=declared_count("matmul", "flops"), finals=True)
     assert by_bytes.finals_s == 0 and computed.finals_s > 0
     # 2 x 8192³ FLOP at 795 TFLOP/s: 1.38 ms a launch, as the H200 measured for the tuned
     # one, against 0.1 ms for its bytes at 4 TB/s; a sweep's configs, where none of the
@@ -293,14 +293,14 @@ def test_the_estimate_counts_a_matmuls_flops_and_the_finals(monkeypatch, capsys)
         - launches * bytes_s - fewer * flush_s, rel=0.05)
     # once a run measured the kernel's launches, its own scale stands
     shape = RunShape(costs=RunCosts(launch_scale={"matmul": 1.0}), kernel="matmul")
-    scaled = make_plan(space, moved, facts, GPU_COSTS, measure, flops=flops_of("matmul"),
-                       shape=shape)
+    scaled = make_plan(space, moved, facts, GPU_COSTS, measure,
+                       flops=declared_count("matmul", "flops"), shape=shape)
     assert scaled.parts["trials"] == pytest.approx(
         by_bytes.parts["trials"] + (launches - fewer) * flop_s - launches * bytes_s
         - fewer * flush_s, rel=0.05)
     no_flops = PlanCosts(**{**vars(GPU_COSTS), "flops": {}})
     assert make_plan(space, moved, facts, no_flops, measure,
-                     flops=flops_of("matmul")).estimate_s == \
+                     flops=declared_count("matmul", "flops")).estimate_s == \
         pytest.approx(by_bytes.estimate_s)
     line = _estimate(str(ROOT / "spaces" / "matmul-8k.yaml"), capsys=capsys)
     assert "finals " in line and "TFLOP/s bfloat16 795" in line
@@ -354,22 +354,23 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
     takes the interpreter's own start-up and report, and its finals as typical as the
     H200's (unloaded, four of them stopped after 3, 3, 3 and 5 rounds)."""
     from sweeper.devices import open_device
-    from sweeper.kernels import bytes_moved_of, flops_of, interpreted_ops_of
+    from sweeper.kernels import declared_count
     from sweeper.plan import RunCosts, model_launch_s, plan_of, run_costs, run_shape
     from sweeper.space import load_space
 
     device = open_device("interpret")
     costs, facts = device.plan_costs, device.facts()
     space = load_space(ROOT / "spaces" / "copy.yaml")
-    copy_ops, moved = interpreted_ops_of("copy"), bytes_moved_of("copy")
-    assert moved is not None and interpreted_ops_of("cuda") is None
+    copy_ops = declared_count("copy", "interpreted_ops")
+    moved = declared_count("copy", "bytes_moved")
+    assert moved is not None and declared_count("cuda", "interpreted_ops") is None
 
     def launch(grid: str, block: int, ops=copy_ops) -> float:
         config = space.resolve({"grid": grid, "block": "128", "BLOCK": str(block),
                                 "dtype": "float32", "footprint": "1GiB", "cache": "cold"},
                                facts.env(), facts.max_footprint)
         assert config.problem.n == 4096                   # 16 KiB: the interpreter's cap
-        return model_launch_s(config, moved, flops_of("copy"), costs, ops)
+        return model_launch_s(config, moved, declared_count("copy", "flops"), costs, ops)
 
     one = costs.launch_s + costs.program_s
     assert launch("sms", 256) == pytest.approx(one + costs.program_s + 16 * 9 * costs.op_s)
@@ -382,7 +383,7 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
     row = softmax.resolve({"grid": "rows", "block": "128", "BLOCK": "4096", "rows": "4096",
                            "cols": "3000", "dtype": "float32", "cache": "cold"},
                           facts.env(), facts.max_footprint)
-    ops = interpreted_ops_of("softmax")
+    ops = declared_count("softmax", "interpreted_ops")
     assert ops is not None and ops(row) == row.problem.dim("rows") * (8 + 11)
     monkeypatch.setenv("SWEEPER_CACHE", str(ROOT / "nonexistent-cache"))
     fresh = run_costs("interpret: nowhere", costs)
@@ -409,7 +410,7 @@ def test_a_runs_first_compile_in_the_worker_is_counted_apart(tmp_path, monkeypat
 
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.kernels import declared_count
     from sweeper.plan import RunCosts, RunShape, make_plan, note_run, run_costs
     from sweeper.space import load_space
 
@@ -422,8 +423,8 @@ def test_a_runs_first_compile_in_the_worker_is_counted_apart(tmp_path, monkeypat
     facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
 
     def compile_s(costs: RunCosts, **shape: Any) -> float:
-        return make_plan(space, bytes_moved_of("softmax"), facts, GPU_COSTS, space.measure,
-                         flops=flops_of("softmax"), shape=RunShape(
+        return make_plan(space, declared_count("softmax", "bytes_moved"), facts, GPU_COSTS,
+                         space.measure, flops=declared_count("softmax", "flops"), shape=RunShape(
                              kernel="softmax", costs=costs, **shape)).parts["compile"]
     plain = dataclasses.replace(kept, first_compile_s={})
     for shape in ({"sampler": "tpe", "cold": True},            # each in the worker
@@ -452,7 +453,7 @@ def test_a_report_is_estimated_by_its_heatmaps():
     them, per problem."""
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.kernels import declared_count
     from sweeper.plan import RunCosts, make_plan
     from sweeper.space import load_space
 
@@ -460,8 +461,8 @@ def test_a_report_is_estimated_by_its_heatmaps():
 
     def maps(name: str) -> int:
         space = load_space(ROOT / "spaces" / name)
-        return make_plan(space, bytes_moved_of(space.kernel), facts, GPU_COSTS, space.measure,
-                         flops=flops_of(space.kernel)).maps
+        return make_plan(space, declared_count(space.kernel, "bytes_moved"), facts, GPU_COSTS,
+                         space.measure, flops=declared_count(space.kernel, "flops")).maps
     # copy: one problem, 7 BLOCK values and the best; shapes: 3 problems x 34 + 3
     assert (maps("copy.yaml"), maps("matmul-shapes.yaml")) == (8, 105)
     fresh = RunCosts()                      # nothing measured: the H200's line
@@ -665,14 +666,14 @@ def test_the_estimate_adds_start_up_cold_compiles_proposals_cool_downs_and_the_r
         monkeypatch):
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.kernels import declared_count
     from sweeper.measure import DEFAULT_DUTY, SUSTAINED
     from sweeper.plan import UNMEASURED_FLOP_SCALE, UNMEASURED_LOAD_S, RunCosts, RunShape, make_plan
     from sweeper.space import load_space
 
     space = load_space(ROOT / "spaces" / "matmul-8k.yaml")
     facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
-    moved, flops = bytes_moved_of("matmul"), flops_of("matmul")
+    moved, flops = declared_count("matmul", "bytes_moved"), declared_count("matmul", "flops")
     assert moved is not None
 
     def plan(shape=None, measure=space.measure):
@@ -1093,14 +1094,14 @@ def test_new_shapes_of_a_warm_kernel_compile_and_binaries_run_before_load(tmp_pa
     run's trials ran loads; none does once Triton's folder holds nothing of the kernel."""
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of
+    from sweeper.kernels import declared_count
     from sweeper.kernels._binaries import note_built, triton_binaries
     from sweeper.plan import RunCosts, RunShape, make_plan
     from sweeper.space import load_space
 
     entry = _softmax_warm(tmp_path, monkeypatch)
     facts = DeviceFacts(name="test", sms=132, l2_bytes=60 << 20)
-    moved = bytes_moved_of("softmax")
+    moved = declared_count("softmax", "bytes_moved")
     assert moved is not None
     space = load_space(ROOT / "benchmarks" / "spaces" / "softmax-fp32-8k.yaml")
     configs = _valid(space, facts)
@@ -1143,7 +1144,7 @@ def test_a_lazily_started_pool_leaves_the_worker_its_first_compiles(monkeypatch)
     the sweep (the first compile waited for)."""
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.kernels import declared_count
     from sweeper.kernels._binaries import Binaries, binary_of
     from sweeper.plan import LAZY_POOL_S, RunCosts, RunShape, make_plan
     from sweeper.space import load_space
@@ -1156,8 +1157,8 @@ def test_a_lazily_started_pool_leaves_the_worker_its_first_compiles(monkeypatch)
     def plan(cold):
         shape = RunShape(kernel="matmul", cold=cold, compile_workers=8, costs=costs,
                          binaries=none_cached)
-        return make_plan(space, bytes_moved_of("matmul"), facts, GPU_COSTS, space.measure,
-                         flops=flops_of("matmul"), shape=shape)
+        return make_plan(space, declared_count("matmul", "bytes_moved"), facts, GPU_COSTS,
+                         space.measure, flops=declared_count("matmul", "flops"), shape=shape)
     lazy, early = plan(False), plan(True)
     assert (lazy.binaries, lazy.cached, lazy.valid) == (72, 0, 108)
     trials = lazy.parts["trials"]
@@ -1328,7 +1329,7 @@ def test_a_flop_bound_kernel_of_short_samples_half_prices_cool_down_finals():
     and a kernel bound by its bytes takes none."""
     from sweeper.devices import DeviceFacts
     from sweeper.devices._base import GPU_COSTS
-    from sweeper.kernels import bytes_moved_of, flops_of
+    from sweeper.kernels import declared_count
     from sweeper.plan import POWER_MAYBE, make_plan
     from sweeper.space import load_space
 
@@ -1338,10 +1339,10 @@ def test_a_flop_bound_kernel_of_short_samples_half_prices_cool_down_finals():
         space = load_space(ROOT / "spaces" / f"{name}.yaml")
         measure = dataclasses.replace(space.measure, duty=duty)
         kernel = "matmul" if name.startswith("matmul") else name
-        moved = bytes_moved_of(kernel)
+        moved = declared_count(kernel, "bytes_moved")
         assert moved is not None
-        return make_plan(space, moved, facts, GPU_COSTS, measure, flops=flops_of(kernel),
-                         finals=True).parts["finals"]
+        return make_plan(space, moved, facts, GPU_COSTS, measure,
+                         flops=declared_count(kernel, "flops"), finals=True).parts["finals"]
 
     cold_downs = finals("matmul-shapes", "cool") - finals("matmul-shapes", "off")
     assert cold_downs > 1.0

@@ -27,7 +27,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     run it, or whose declared model or launch arguments fail at a config on the device
     (run's checks and messages, before anything is printed; a kernel whose module plan
     does not import declares neither to it)."""
-    from sweeper.engine._run import budgeted, resumed_shape, shrink_ruled_line, shrunk_line
+    from sweeper.engine._run import budgeted, resumed_shape, shrunk_lines
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import estimate_words, plan_of, run_shape
@@ -47,12 +47,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"constraints and values remove {removed}; {plan.valid} valid")
     for reason, count in plan.removed.most_common():
         print(f"  {count:6d}  {reason}")
-    shrunk = shrunk_line(space, facts)
-    if shrunk:
-        print(f"  {shrunk}")
-        ruled = shrink_ruled_line(space, facts)
-        if ruled:
-            print(f"  {ruled}")
+    for line in shrunk_lines(space, facts):
+        print(f"  {line}")
     if plan.valid == 0:             # what removed them is said above; nothing to estimate
         raise plan.ruled_out.nothing_left(plan.size)
     budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""

@@ -537,12 +537,8 @@ def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, mea
     recompiled = recompiled_note(recompiled_sources())
     if recompiled:
         say(f"note: {recompiled}")
-    shrunk = shrunk_line(space, facts)
-    if shrunk:
-        say(shrunk)
-        ruled = shrink_ruled_line(space, facts)
-        if ruled:
-            say(ruled)
+    for line in shrunk_lines(space, facts):
+        say(line)
     how = "replayed from the table" if device.replays else (
         f"first run timed apart, verified, {measure.describe()}; "
         f"{cache_text(space.axis('cache').labels, device)}")
@@ -624,40 +620,35 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
     return check if check is not None and check.skipped is None else None
 
 
-def shrunk_line(space: Any, facts: Any) -> str | None:
+def shrunk_lines(space: Any, facts: Any) -> list[str]:
     """``shrunk to fit 16KiB: cols 1000 → 31, rows 4096 → 128; ...``: each problem the
-    device's cap on footprints measures smaller, and those that merged; ``None`` where
-    none is."""
-    from sweeper.space import format_size, shrunk_problems
+    device's cap on footprints measures smaller, and those that merged; then, where the
+    constraints and computed values rule out another number of configs at the sizes
+    measured than at the sizes the space asks for (problems merged by the shrink not
+    counted), ``constraints and values read the shrunk sizes: they rule out 4 configs (2
+    at the sizes asked)``: the sizes measured are those the kernel launches at, so they
+    are the ones a constraint that protects a launch must hold at.  None where no problem
+    shrinks."""
+    from sweeper.core._model import merged
+    from sweeper.space import Invalid, format_size, shrunk_problems
+    from sweeper.study import resolved
 
     shrunk = shrunk_problems(space, facts.env(), facts.max_footprint)
     if not shrunk:
-        return None
+        return []
     dtypes = len({s.dtype for s in shrunk}) > 1
-    return (f"shrunk to fit {format_size(facts.max_footprint)}: " +
-            "; ".join(s.describe(dtypes) for s in shrunk))
-
-
-def shrink_ruled_line(space: Any, facts: Any) -> str | None:
-    """``constraints and values read the shrunk sizes: they rule out 4 configs (2 at the
-    sizes asked)``: where the device's cap shrinks a problem, how many configs the
-    constraints and computed values rule out at the sizes measured against at the sizes
-    the space asks for (problems merged by the shrink not counted); ``None`` where the
-    two are the same.  The sizes measured are those the kernel launches at, so they are
-    the ones a constraint that protects a launch must hold at."""
-    from sweeper.core._model import merged
-    from sweeper.space import Invalid
-    from sweeper.study import resolved
+    lines = [f"shrunk to fit {format_size(facts.max_footprint)}: " +
+             "; ".join(s.describe(dtypes) for s in shrunk)]
 
     def ruled(cap: int | None) -> int:
         return sum(isinstance(out, Invalid) and not merged(str(out))
                    for _, out in resolved(space, facts.env(), cap))
 
-    shrunk, asked = ruled(facts.max_footprint), ruled(None)
-    if shrunk == asked:
-        return None
-    return (f"constraints and values read the shrunk sizes: they rule out "
-            f"{counted(shrunk, 'config')} ({asked} at the sizes asked)")
+    measured, asked = ruled(facts.max_footprint), ruled(None)
+    if measured != asked:
+        lines.append(f"constraints and values read the shrunk sizes: they rule out "
+                     f"{counted(measured, 'config')} ({asked} at the sizes asked)")
+    return lines
 
 
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,

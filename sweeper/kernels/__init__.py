@@ -7,11 +7,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple, cast
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 from sweeper import plugins
-from sweeper.core import Config, Dim, Problem
+from sweeper.core import Dim
 from sweeper.errors import SweeperError, user_line
 from sweeper.kernels._base import (
     SOURCE_HASH,
@@ -177,36 +177,14 @@ def source_hash_unrun(name: str, options: Iterable[tuple[str, str]] = ()) -> str
     return None if source is None else hash_of_source(source)
 
 
-def bytes_moved_of(name: str) -> Callable[[Problem], int] | None:
-    """Built-in kernel ``name``'s bytes moved per problem, for ``plan``: from its
-    declaration, where it is a class method, so no torch is imported; None where only an
-    instance can count them (``cuda``: its tensors are declared by the space)."""
-    return cast("Callable[[Problem], int] | None", _declared_method(name, "bytes_moved"))
-
-
-def dram_bytes_of(name: str) -> Callable[[Problem], int] | None:
-    """Built-in kernel ``name``'s DRAM bytes per problem where its access order moves more
-    than its bytes moved (``Kernel.dram_bytes`` declared as a class method), for
-    ``plan``'s time; None where it declares none (its bytes moved are what moves)."""
-    return cast("Callable[[Problem], int] | None", _declared_method(name, "dram_bytes"))
-
-
-def flops_of(name: str) -> Callable[[Problem], int] | None:
-    """Built-in kernel ``name``'s FLOPs per problem, for ``plan``, as :func:`bytes_moved_of`
-    gives its bytes."""
-    return cast("Callable[[Problem], int] | None", _declared_method(name, "flops"))
-
-
-def interpreted_ops_of(name: str) -> Callable[[Config], int | None] | None:
-    """Built-in kernel ``name``'s tensor operations per launch of a config on the Triton
-    interpreter (``Kernel.interpreted_ops``), as :func:`bytes_moved_of` gives its bytes;
-    None where it counts none."""
-    return cast("Callable[[Config], int | None] | None", _declared_method(name, "interpreted_ops"))
-
-
-def _declared_method(name: str, what: str) -> Any:
-    """Kernel ``name``'s declared class method ``what`` (a count), or None where only an
-    instance can count."""
+def declared_count(name: str, what: str) -> Any:
+    """Built-in kernel ``name``'s count ``what`` for ``plan``, read from its declaration
+    where it declares it as a class method, so no torch is imported: ``bytes_moved`` and
+    ``flops`` per problem; ``dram_bytes`` per problem where its access order moves more
+    than its bytes moved (``Kernel.dram_bytes``); ``interpreted_ops``, the tensor
+    operations a launch of a config runs on the Triton interpreter.  None where only an
+    instance can count (``cuda``: its tensors are declared by the space), or where it
+    declares none."""
     counted = getattr(plugins.kernel_declaration(name), what)
     return None if getattr(counted, "__self__", None) is None else counted
 
@@ -221,12 +199,9 @@ __all__ = [
     "Kernel",
     "MetaParam",
     "Unfound",
-    "bytes_moved_of",
     "checked_count",
-    "dram_bytes_of",
+    "declared_count",
     "fill_random",
-    "flops_of",
-    "interpreted_ops_of",
     "kernel_class",
     "load_kernel",
     "named_by",

@@ -463,12 +463,7 @@ class _Reader:
         """The ``sweeper.kernel(...)`` call that declares ``node``: its decorator, or the
         call it is bound to (``kernel(launch, ...)`` or ``kernel(...)(launch)``)."""
         calls = node.decorator_list if isinstance(node, ast.FunctionDef) else [node]
-        for call in calls:
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Call):
-                call = call.func
-            if isinstance(call, ast.Call) and _last_name(call.func) == "kernel":
-                return call
-        return None
+        return next(filter(None, map(_kernel_call, calls)), None)
 
     def launches_cuda(self, launch: ast.AST | None) -> bool:
         """Whether ``launch``, the launch a ``sweeper.kernel`` call is given (``None``: a
@@ -607,7 +602,7 @@ class _Reader:
         if isinstance(node, ast.Lambda):
             return Unrun("<lambda>", self.signature(node.args), self.file, node.lineno)
         if isinstance(node, ast.FunctionDef):
-            if launch and not all(map(_declares, node.decorator_list)):
+            if launch and not all(map(_kernel_call, node.decorator_list)):
                 return None
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             return Unrun(node.name, self.signature(node.args), self.file, first)
@@ -675,11 +670,12 @@ class _Reader:
 CODE = frozenset({"inputs", "reference", "baseline", "refuse", "bytes_moved", "flops"})
 
 
-def _declares(decorator: ast.expr) -> bool:
-    """Whether ``decorator`` is a ``sweeper.kernel(...)`` call."""
-    call = decorator.func if isinstance(decorator, ast.Call) and \
-        isinstance(decorator.func, ast.Call) else decorator
-    return isinstance(call, ast.Call) and _last_name(call.func) == "kernel"
+def _kernel_call(node: ast.AST | None) -> ast.Call | None:
+    """The ``sweeper.kernel(...)`` call ``node`` is, called or not (``kernel(...)(f)``);
+    ``None`` where it is none."""
+    call = node.func if isinstance(node, ast.Call) and isinstance(node.func, ast.Call) \
+        else node
+    return call if isinstance(call, ast.Call) and _last_name(call.func) == "kernel" else None
 
 
 class Unrun:
