@@ -255,10 +255,7 @@ class Budgets:
 
     def time_left(self) -> float:
         """Seconds of the time budget left (``inf`` without one)."""
-        if self.max_time_s is None:
-            return math.inf
-        return self.max_time_s - self.outside_s - self.keep_for_report() - (
-            time.perf_counter() - self.t0)
+        return self.finals_room_s() - (time.perf_counter() - self.t0)
 
     def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
         """Why the sweep stops now, or ``""`` to go on."""
