@@ -11,12 +11,7 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    matmul and softmax at most sizes), the spread points after the first go to those
    configs instead: a sharp model's second to tenth favourites hold a config within 2 %
    of the best on most tables it misses at once, and the first point still spreads over
-   ``MODEL_POOL`` (on all 81 recorded tables, 10 seeds: the goal of median ≤ 5 and worst
-   ≤ 15 trials met on 72, against 65, 16 tables faster and none slower, the 18
-   counterfactuals of ``benchmarks/search_robustness.py`` line for line; on the 51 built
-   from the sharp tables, ``--sharp``, the pooled median and worst 7 / 40 → 6 / 34, 29
-   medians shorter and 15 longer, 12 of them by more than a trial, by up to 7 where the
-   favourites are slowed; docs/search.md, "A sharp model's favourites").
+   ``MODEL_POOL`` (docs/search.md, "A sharp model's favourites", has the figures).
 2. **Expected improvement around the model.**  A Gaussian process (``_surrogate.py``) is
    fitted to the measured log throughput minus ``b`` × the log of the model's guess;
    ``b`` is the slope the measurements give the guesses, pulled towards 1 as if the
@@ -36,22 +31,14 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    around the model (``TURN_TIES``), not the first in key order: the matmul model rated
    12-32 configs alike at its top, which differ in what it does not model (epilogue
    subtiling, flattened loops, the tile order; TMA too until the model priced it), and the
-   measurements tell them apart.  On the 25
-   recorded tables that auto does not solve at once (30 seeds): matmul 128 × 4096 × 256
-   worst 28 → 18 trials, short K 9.5 / 31 → 8 / 23, 6144³ 9 / 22 → 7 / 17, the
-   trials over all of them 11,317 → 11,058; the 45 others unchanged at 10 seeds (docs/search.md,
-   "The model's favourites alike").  **The model's top flattened**: guesses within
+   measurements tell them apart (docs/search.md, "The model's favourites alike").
+   **The model's top flattened**: guesses within
    ``FLAT_TOP`` of the best count as the best, both in the prior mean of step 2 and as
    the favourites a turn chooses among, since the model's order there is no ranking (on
    matmul 2304³ its twelve configs guessed within 0.3 % of its best measure 0.74-0.94
    of the table's best, and the seven within 2 % of it are guessed 0.978-0.984): the
-   residual process and the measurements choose among them.  On all 81 recorded
-   tables, 10 seeds: the goal of median ≤ 5 and worst ≤ 15 met on 74 (72 before),
-   matmul bf16 and fp16 2304³ 8.5 / 15 and 8 / 15 → 5 / 10 and 5 / 9, no median more
-   than a trial longer and no worst case beyond 15 that was within it; the
-   counterfactuals move both ways (the 18 of add and copy pooled 15 → 13, nine medians
-   longer by more than a trial; the 51 of the sharp models 6 / 34 → 6 / 38; docs/search.md,
-   "A flattened top of the model").
+   residual process and the measurements choose among them (docs/search.md, "A
+   flattened top of the model").
 4. **Exploring without the model**: once ``PATIENCE`` measured configs in a row brought
    no gain above ``MIN_GAIN`` (the gains the model and its residual process promised
    did not come), every ``EXPLORE_EVERY``-th proposal is the config with the highest
@@ -66,23 +53,15 @@ e.g. spilled registers, too few bytes in flight, programs too small to hide thei
    improvement, not the next favourite elsewhere: on a short-K matmul (2048 × 8192 ×
    1024 bf16) the model rates non-TMA configs as well as the best, they measure 0.39-0.43
    of it, and the search spent 21 trials elsewhere before it reached the incumbent's
-   neighbour along ``GROUP_M`` that was the best (worst case over 10 seeds 30 → 17
-   trials; 20 seeds 30 → 25); no other recorded table, counterfactual or the stricter
-   goal moves (docs/search.md, "Next door after a contradiction").  At 0.7 one
-   counterfactual's median moved by half a trial; at 0.85 and 0.95 six to eight matmul
-   and softmax tables' worst cases grew by up to 9.
+   neighbour along ``GROUP_M`` that was the best (docs/search.md, "Next door after a
+   contradiction", has the figures, and those of other thresholds).
 6. **Where configs fail**: configs that fail (out of shared memory, a wrong answer)
    cluster (tiles too large), and a model can be wrong about where.  Every proposal
    above is weighed by its chance of running (``SearchState.chance``: a Gaussian process
    of the failures, near 0 beside one, 1 far from all): expected improvement is
    multiplied by it, the model's turns take the best guess plus its log, and a config the
    model guesses 0 (cannot launch) counts as unlikely too (``HEED_REFUSALS``), step 4
-   included.  On the six recorded H200 matmul tables with failures (30 seeds), with the
-   matmul model's TMA epilogue in its shared memory: 76 failed trials before the goal →
-   0, the mean trials 8.38 → 7.92, fp16 8192 × 2048 × 8192's worst case 97 → 17 (step 4
-   had walked into a corner of tiles that never launch, 73 failures in one run); with
-   the model's old shared-memory bound and the learnt chance alone, 275 → 150 failures,
-   trials 8.84 → 9.17 (docs/search.md, "Where configs fail").
+   included (docs/search.md, "Where configs fail", has the figures).
 
 What was tried and measured worse on the recorded tables, by design: docs/search.md,
 "What was tried and measured worse".
