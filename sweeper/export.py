@@ -457,11 +457,18 @@ def _space_as_run(meta: StudyMeta, recorded: Space | SweeperError | None) -> Spa
         return None
     space = recorded
 
-    def differing(s: Space) -> list[str]:
-        return [n for n in ("dtype", *s.sizes)
-                if [str(x) for x in s.axis(n).labels] != [str(x) for x in meta.axes.get(n, ())]]
+    def labels(s: Space, name: str) -> list[str]:
+        return [str(x) for x in s.axis(name).labels] if name in {a.name for a in s.axes} \
+            else []
 
-    changed = differing(space)
+    def differing(s: Space) -> list[str]:
+        # its own size axes and those the run sized the problem by: `-p n=...` replaces
+        # the footprint a space's text gives (as `--from-autotune` has by default)
+        names = dict.fromkeys(["dtype", *s.sizes, *(n for n in ("footprint", *s.shape.names)
+                                                    if n in meta.axes)])
+        return [n for n in names if labels(s, n) != [str(x) for x in meta.axes.get(n, ())]]
+
+    changed = [n for n in differing(space) if n in meta.axes]
     if not changed:
         return space
     try:

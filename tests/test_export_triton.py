@@ -463,6 +463,36 @@ def test_a_winner_measured_shrunk_is_picked_exactly_by_the_problem_asked(tmp_pat
     assert mod.pick(n=1 << 29).kwargs["BLOCK"] == 1024    # nearest measured: n=4096
 
 
+def test_a_dimension_given_by_p_in_place_of_the_footprint_keeps_the_problem_asked(
+        tmp_path, write_space):
+    """A space that leaves copy's size to its default footprint, run with ``-p n=2**20``:
+    the interpreter measures n=4096, and every export still names the problem asked, as
+    for a space whose text gives n (they named none: the tuning entry and the module had
+    no ``asked_dims``, so ``pick(n=2**20)`` was 256 times off, and the replay table had no
+    ``shrunk`` line)."""
+    space = write_space("""
+        study: cp
+        kernel: copy
+        sampler: exhaustive
+        params: {grid: [sms], block: [128], BLOCK: [256, 1024]}
+        measure: {warmup: 1, repeat: 2, stop: fixed}
+    """)
+    studies = tmp_path / "studies"
+    assert main(["run", str(space), "-p", "n=1048576", "--device", "interpret",
+                 "--studies-dir", str(studies), "--quiet", "--no-report"]) == 0
+    root = str(studies / "cp-interpret")
+    assert main(["export", root, "-o", str(tmp_path / "tuning.json")]) == 0
+    [entry] = json.loads((tmp_path / "tuning.json").read_text())["entries"]
+    assert (entry["dims"], entry["asked_dims"], entry["asked_footprint"]) == (
+        {"n": 4096}, {"n": 1 << 20}, 4 << 20)
+    out = tmp_path / "tuned_cp.py"
+    assert main(["export", root, "--format", "triton", "-o", str(out)]) == 0
+    [winner] = load(out).WINNERS["Triton interpreter (CPU)"]
+    assert winner["asked_dims"] == {"n": 1 << 20}
+    assert main(["export", root, "--format", "csv", "-o", str(tmp_path / "t.csv")]) == 0
+    assert "# shrunk: n 1048576 → 4096\n" in (tmp_path / "t.csv").read_text()
+
+
 def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
     """A module exported before DIMS: its key was every dimension, and still is DIMS."""
     out = tmp_path / "tuned_copy.py"
