@@ -632,7 +632,12 @@ def unchecked_kernel(name: str, params: Any) -> type[Kernel]:
         n: MetaParam(default=0, doc="not checked: the kernel was not imported")
         for n in names if isinstance(n, str) and n.isidentifier() and n.isascii() and
         n not in (*LAUNCH_AXES, *PROBLEM_AXES, *dims)})
-    attrs["defaults"] = {**Kernel.defaults, **attrs.get("defaults", {})}
+    # defaults read from the source replace the base's, as a class attribute does: a
+    # footprint only where they give one (a short kernel declaring its dimensions is sized
+    # by their defaults, not 64 MiB); the base's others stand in for any not read
+    read_defaults = attrs.get("defaults")
+    attrs["defaults"] = dict(Kernel.defaults) if read_defaults is None else {
+        **{k: v for k, v in Kernel.defaults.items() if k != "footprint"}, **read_defaults}
     attrs["unread"] = read.unread if read is not None else ()
     return type("UncheckedKernel", (Kernel,), {**attrs, "name": name})
 
