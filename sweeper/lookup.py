@@ -23,7 +23,7 @@ from typing import Any
 from sweeper.core._model import CACHE_MODES
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
-from sweeper.dispatch import bracketing, candidates
+from sweeper.dispatch import bracketing, candidates, log_distance
 from sweeper.errors import (
     StaleTuningWarning,
     SweeperError,
@@ -38,8 +38,10 @@ from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tu
 
 @dataclass(frozen=True)
 class Candidate(TopConfig):
-    """A config to try for the asked problem: one of a tuned problem's top configs, its
-    ``grid`` computed for the asked problem."""
+    """A config to try for the asked problem: one of a tuned problem's top configs, with
+    its ``slowdown`` there (the asked problem where it was tuned, else the nearest tuned
+    problem around it that has the config) and its ``grid`` computed for the asked
+    problem."""
 
     grid: int = 0
 
@@ -152,14 +154,18 @@ class Tuning:
         index = matched.indices[at]
         entry = self.entries[index]
         tops = [self._top(i) for i in matched.indices]
-        where = {_ident(t): (i, t) for i, top in zip(matched.indices, tops, strict=True)
-                 for t in top}
+        # the tuned problems around the asked one, whose top configs are the candidates,
+        # nearest first: a candidate is its nearest such problem's, with that slowdown
+        around = sorted((j for j, _ in bracketing(problems, asked)),
+                        key=lambda j: (log_distance(problems[j], asked), j))
+        where: dict[str, tuple[int, TopConfig]] = {}
+        for j in around:
+            for t in tops[j]:
+                where.setdefault(_ident(t), (matched.indices[j], t))
         chosen = [where[str(c)] for c in candidates(
             problems, [[(_ident(t), t.slowdown) for t in top] for top in tops], asked)]
-        # every entry whose configs the lookup may dispatch to: the nearest, and the tuned
-        # problems around the asked one, whose top configs are the candidates
-        reach = dict.fromkeys([index, *(matched.indices[j] for j, _ in
-                                        bracketing(problems, asked))])
+        # every entry whose configs the lookup may dispatch to: the nearest, and those
+        reach = dict.fromkeys([index, *(matched.indices[j] for j in around)])
         stale = next((self.entries[i] for i in reach if self._stale(self.entries[i])), None)
         config = TunedConfig(
             **{**vars(entry), "meta": dict(entry.meta), "dims": dict(entry.dims),
