@@ -124,11 +124,16 @@ def warn_without_winner(won: StudyWinners) -> None:
         if key.dtype and key not in won.picks and t.status in FAILURES:
             failed.setdefault(key, Counter())[t.status.value] += 1
     for key, count in sorted(failed.items()):
+        # a lookup dispatches among the problems of its dtype and dimensions only
+        kin = any(k.dtype == key.dtype and [d for d, _ in k.dims] == [d for d, _ in key.dims]
+                  for k in won.picks)
+        instead = "a lookup there gets the nearest tuned problem's config" if kin else \
+            f"this study exports no {key.dtype} problem, so a lookup in {key.dtype} finds " \
+            "none of its configs"
         warnings.warn(f"not exported: {won.meta.tuned_name} {key.dtype} "
                       f"{key.problem.describe()}: no config of it ran ok ("
-                      f"{', '.join(f'{n} {s}' for s, n in count.most_common())}); a lookup "
-                      "there gets the nearest tuned problem's config", TuningWarning,
-                      stacklevel=user_stacklevel())
+                      f"{', '.join(f'{n} {s}' for s, n in count.most_common())}); {instead}",
+                      TuningWarning, stacklevel=user_stacklevel())
 
 
 def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
