@@ -262,6 +262,20 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
     wrong = cache_problem(cache)
     if wrong is not None:
         raise SweeperError(f"tuned_kernel: {wrong}")
+    # refused as it decorates, each by its keyword: a wrong type would fail at the first
+    # call in Triton's or the lookup's depths, or ("no" being true) be taken the other way
+    for what, value, types, allowed in (
+            ("tuning", tuning, (str, Path, type(None)), "the tuning file's path (text or a "
+             "Path), or None for $SWEEPER_TUNING or studies/tuning.json"),
+            ("name", name, (str, type(None)), "the kernel's name in the tuning file (text), "
+             "or None for the function's"),
+            ("gpu", gpu, (str, type(None)), "a GPU's name (text), or None for this one"),
+            ("measure_untuned", measure_untuned, (bool,), "True or False")):
+        if not isinstance(value, types):
+            raise SweeperError(f"tuned_kernel: {what}={value!r}; allowed: {allowed}")
+    if timer is not None and not callable(timer):
+        raise SweeperError(f"tuned_kernel: timer={timer!r}; allowed: a function timing a "
+                           "launch (sweeper.launch_timing's Timer), or None for the default")
     table = Tuning(tuning)
     for what, names in (("key", key), ("restore", restore), ("reset_to_zero", reset_to_zero)):
         if isinstance(names, str) or (what == "key" and not names):

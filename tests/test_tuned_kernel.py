@@ -142,6 +142,18 @@ def test_misuse_is_one_line(tuning):
         with pytest.raises(SweeperError, match=r"^tuned_kernel: cache .*: allowed: cold, warm "
                            r"\(the L2 flushed before each sample, or not\)$"):
             sweeper.tuned_kernel(tuning, key=["n"], cache=cache)  # type: ignore[arg-type]
+    # each keyword of a wrong type refused as it decorates, by its own name: measure_untuned
+    # "no" measured (it is true), name 5 failed at the first call in the lookup's depths
+    # with a TypeError, and the tuning file was named "path"
+    for keyword, value, allowed in (
+            ("measure_untuned", "no", "True or False"),
+            ("name", 5, "the kernel's name in the tuning file"),
+            ("gpu", 0, "a GPU's name"),
+            ("tuning", 5, "the tuning file's path"),
+            ("timer", "fast", "a function timing a launch")):
+        with pytest.raises(SweeperError, match=rf"^tuned_kernel: {keyword}={value!r}; allowed: "
+                                               rf"{allowed}"):
+            sweeper.tuned_kernel(**{"tuning": tuning, "key": ["n"], keyword: value})
     k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(body)
     with pytest.raises(SweeperError, match=r"key \['n'\] must be positive integers, got \[0\]"):
         k(torch.zeros(1), torch.zeros(1), 0)
