@@ -175,7 +175,9 @@ class TunedKernel:
         doubts = {"far"} if config.far else set()
         doubts |= {"architecture"} if config.by_architecture else set()
         if doubts - self._warned:
-            warn_for(config, self.gpu or current_gpu(), self._asked(shape, dtype))
+            warn_for(config, self.gpu or current_gpu(), self._asked(shape, dtype),
+                     "" if self.measure_untuned else "; or pass measure_untuned=True to time "
+                     "its candidates at a shape's first call")
             self._warned |= doubts
         launch = self._bound_launch(config)
         if self.measure_untuned and config.distance > 0 and len(config.candidates) > 1:

@@ -463,22 +463,24 @@ def _stale_text(path: str | Path, kernel: str, identity: str, tuned: str | None,
             "--study NEW`) and export that")
 
 
-def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> None:
+def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None],
+             instead: str = "") -> None:
     """Warn (:class:`TuningWarning`) when ``config`` was tuned on another GPU of the same
-    architecture, or at a problem far from ``asked``."""
+    architecture, or at a problem far from ``asked`` (``instead``: what else the caller
+    can do about that, after tuning it)."""
     if config.by_architecture:
         warnings.warn(f"{config.kernel} {config.dtype}: nothing tuned on {gpu!r}; using the "
                       f"config tuned on {config.gpu!r}, the same architecture (compute "
                       "capability major version); tune on this GPU for its own",
                       TuningWarning, stacklevel=user_stacklevel())
     if config.far:
-        warnings.warn(f"{config.kernel} {config.dtype}: {far_text(config, asked)}",
+        warnings.warn(f"{config.kernel} {config.dtype}: {far_text(config, asked)}{instead}",
                       TuningWarning, stacklevel=user_stacklevel())
 
 
 def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
-    """``the nearest tuned problem, 1GiB, is 65536x the asked 16KiB ...``: what a far
-    match warns."""
+    """``the nearest tuned problem, 1GiB, is far from the asked 16KiB ...``: what a far
+    match warns, and how to tune the size asked (into the study it was found in)."""
     if "footprint" in asked:
         want, have = format_size(asked["footprint"] or 1), format_size(config.footprint)
     else:
@@ -486,7 +488,8 @@ def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
         have = show_dims(config.dims)
     return (f"the nearest tuned problem, {have}, is far from the asked {want} (more than "
             f"{FAR_RATIO:g}x in a dimension); its config may be far from this problem's "
-            "best: tune this size")
+            f"best: tune {want} (add it to the space of study {config.study}, run it and "
+            "export the study again)")
 
 
 @entry(spelled=False)

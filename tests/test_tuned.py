@@ -160,7 +160,8 @@ def test_the_command_says_a_tuning_warning_in_one_line(tmp_path, path, capsys):
     err = capsys.readouterr().err
     assert err == ("sweeper: warning: copy float32: the nearest tuned problem, 1GiB, is far "
                    "from the asked 16KiB (more than 4x in a dimension); its config may be far "
-                   "from this problem's best: tune this size\n")
+                   "from this problem's best: tune 16KiB (add it to the space of study a, "
+                   "run it and export the study again)\n")
 
 
 def test_a_far_problem_is_said_and_warned(tmp_path, path):

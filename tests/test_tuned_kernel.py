@@ -117,8 +117,13 @@ def test_cpu_tensors_without_the_interpreter_are_told_how_to_run(tuning):
 
 
 def test_a_far_shape_warns_once(kernel):
+    """Once, saying what to do: tune the shape into the study, or time the candidates."""
     with pytest.warns(TuningWarning, match=r"copy1d float32: the nearest tuned problem, "
-                                           r"n=1024, is far from the asked n=16") as said:
+                                           r"n=1024, is far from the asked n=16 .*: tune n=16 "
+                                           r"\(add it to the space of study copy1d, run it and "
+                                           r"export the study again\); or pass "
+                                           r"measure_untuned=True to time its candidates at a "
+                                           r"shape's first call$") as said:
         assert run(kernel, 16) == ((1,), {"num_warps": 2, "BLOCK": 128})
     # shown at the user's call (a notebook's cell), not at a line of sweeper's
     assert {w.filename for w in said} == {__file__}
