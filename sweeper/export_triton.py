@@ -76,6 +76,7 @@ from sweeper.export import (
 )
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
+from sweeper.matching import FAR_RATIO
 from sweeper.space import DTYPES, Problem, Space, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 from sweeper.tuning import kernel_name
@@ -444,7 +445,7 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n"
             + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n"
-            + f"_CACHE_MODES = {CACHE_MODES!r}\n" + BUILD)
+            + f"_CACHE_MODES = {CACHE_MODES!r}\n_FAR_RATIO = {FAR_RATIO!r}\n" + BUILD)
 
 
 def _quoted(name: str) -> str:
@@ -599,7 +600,8 @@ def _grids(gpu):
 def pick(gpu=None, dtype=None, cache="cold", **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
     tuned there (measured there, or asked there and measured smaller to fit its device),
-    else the nearest tuned shape's winner (log space), of winners measured
+    else the nearest tuned shape's winner (log space; a UserWarning where it is more than
+    4x off in a dimension, as sweeper.tuned warns), of winners measured
     in the cache mode cache (as configs() takes it).  Launched outside autotune, give
     grid its launch options (grid({**meta, **c.all_kwargs()})): a better config of the
     same kwargs may have been tuned with another grid."""
@@ -634,6 +636,17 @@ def _candidates(gpu, dtype, dims):
     # a winner measured smaller than its space asked (the interpreter's cap) is exact for
     # the problem asked, as for the one measured; any other is as far as the one measured
     problems = [dims if dims == w.get("asked_dims") else w["dims"] for w in tuned]
+    near = nearest_index(problems, dims)
+    if any(max(problems[near][d], v) / min(problems[near][d], v) > _FAR_RATIO
+           for d, v in dims.items()):           # as sweeper.tuned warns
+        def shown(p):
+            return " ".join(f"{d}={p[d]}" for d in DIMS)
+        warnings.warn(f"{__name__}: the nearest tuned problem, {shown(problems[near])}, is far "
+                      f"from the asked {shown(dims)} (more than {_FAR_RATIO:g}x in a "
+                      "dimension); its configs may be far from this problem's best: tune "
+                      f"{shown(dims)} (add it to the space of study "
+                      f"{tuned[near].get('study') or '?'}, run it and export the study "
+                      "again)", stacklevel=3)
     return [by_ident[i] for i in candidates(problems, tops, dims)]
 
 

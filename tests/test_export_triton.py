@@ -343,6 +343,26 @@ def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
         mod.configs(n=4, dtype="float16")
 
 
+def test_a_shape_far_from_every_tuned_one_is_warned_as_sweeper_tuned_warns(tmp_path):
+    """pick() and configs(**dims) at a shape more than 4x from the nearest tuned one in a
+    dimension warn, at the caller's line, saying what to tune and into which study, as
+    sweeper.tuned does (they gave the far winner without a word); a near shape says
+    nothing."""
+    mod = load(export_triton(study(tmp_path / "s", sized=True), tmp_path / "tuned_copy.py")[0])
+    with pytest.warns(UserWarning, match=r"^tuned_\w+: the nearest tuned problem, "
+                      r"n=262144, is far from the asked n=5 \(more than 4x in a dimension\); "
+                      r"its configs may be far from this problem's best: tune n=5 \(add it to "
+                      r"the space of study s, run it and export the study again\)$") as said:
+        assert mod.pick(n=5).kwargs == {"BLOCK": 1024}
+    assert [w.filename for w in said] == [__file__]
+    with pytest.warns(UserWarning, match=r"n=268435456, is far from the asked n=4294967296"):
+        mod.configs(n=1 << 32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mod.pick(n=1 << 20)                           # 4x from 2**18: not far
+        mod.configs(n=1 << 19)
+
+
 def test_k_means_the_same_with_and_without_dims(tmp_path):
     """configs(k=N) gives the first N with or without dims, and k=None the top 4 without
     them and every candidate with them; k=0 (or below, or not a whole number) is a
