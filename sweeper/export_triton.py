@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper import dispatch
 from sweeper.core._model import CACHE_MODES
+from sweeper.core._units import DTYPE_ALIASES
 from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
@@ -445,7 +446,8 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n"
             + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n"
-            + f"_CACHE_MODES = {CACHE_MODES!r}\n_FAR_RATIO = {FAR_RATIO!r}\n" + BUILD)
+            + f"_CACHE_MODES = {CACHE_MODES!r}\n_FAR_RATIO = {FAR_RATIO!r}\n"
+            + f"_DTYPE_ALIASES = {json.dumps(dict(DTYPE_ALIASES), sort_keys=True)}\n" + BUILD)
 
 
 def _quoted(name: str) -> str:
@@ -560,9 +562,9 @@ def configs(k=None, gpu=None, dtype=None, cache="cold", **dims):
     slowdown.  With the problem's dims (every name of
     key): the candidates for that shape (sweeper's dispatch rule: the nearest tuned
     winner first, then the bracketing tuned shapes' top configs), the first k (k=None:
-    all); dtype: only problems tuned in it.  Each is launched with its own grid by
-    grid(meta): a config whose kwargs a better one shares with another grid is left out
-    (Triton's autotuner tells them apart by kwargs only)."""
+    all); dtype: only problems tuned in it (float32, fp32 or torch.float32).  Each is
+    launched with its own grid by grid(meta): a config whose kwargs a better one shares
+    with another grid is left out (Triton's autotuner tells them apart by kwargs only)."""
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ValueError(f"configs(k={k!r}): k is how many configs to give, a whole number "
                          "of at least 1, or None: the top 4 without dims, every candidate "
@@ -627,10 +629,14 @@ def _measured(gpu, cache):
 def _candidates(gpu, dtype, dims):
     if set(dims) != set(DIMS):
         raise TypeError(f"give the problem's dims {DIMS}, got {sorted(dims)}")
-    tuned = [w for w in _DATA["gpus"][_gpu(gpu)]["winners"]
-             if dtype is None or w["dtype"] == str(dtype).removeprefix("torch.")]
+    winners = _DATA["gpus"][_gpu(gpu)]["winners"]
+    # a dtype as sweeper.tuned takes it: float32, fp32, torch.float32
+    name = None if dtype is None else str(dtype).strip().removeprefix("torch.").lower()
+    name = _DTYPE_ALIASES.get(name, name)
+    tuned = [w for w in winners if name is None or w["dtype"] == name]
     if not tuned:
-        raise KeyError(f"no problem tuned in dtype {dtype!r}")
+        raise KeyError(f"no problem tuned in dtype {dtype!r}; tuned: "
+                       f"{', '.join(sorted({w['dtype'] for w in winners}))}")
     tops = [[(_ident(c), c["slowdown"]) for c in _top(w)] for w in tuned]
     by_ident = {_ident(c): c for w in tuned for c in _top(w)}
     # a winner measured smaller than its space asked (the interpreter's cap) is exact for

@@ -339,8 +339,11 @@ def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
     assert len(mod.configs()) == 3                        # without dims: the ranked top
     with pytest.raises(TypeError, match=r"give the problem's dims \['n'\], got \['M'\]"):
         mod.pick(M=4)
-    with pytest.raises(KeyError, match="no problem tuned in dtype 'float16'"):
+    with pytest.raises(KeyError, match="no problem tuned in dtype 'float16'; tuned: float32"):
         mod.configs(n=4, dtype="float16")
+    # the dtype's other names, as sweeper.tuned takes them (fp32 was no problem tuned)
+    assert mod.pick(n=1 << 18, dtype="fp32") == mod.pick(n=1 << 18, dtype="FLOAT32") \
+        == mod.pick(n=1 << 18, dtype=torch.float32)
 
 
 def test_a_shape_far_from_every_tuned_one_is_warned_as_sweeper_tuned_warns(tmp_path):
