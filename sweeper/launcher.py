@@ -79,7 +79,19 @@ class TunedKernel:
         self.lookups = 0
         #: per (shape, dtype) whose candidates were timed: what the timing found
         self.measured: dict[ShapeKey, Measured] = {}
-        by_dims = any(e.is_for(name) and set(e.dims) == set(key) for e in tuning.entries)
+        mine = [e for e in tuning.entries if e.is_for(name)]
+        by_dims = any(set(e.dims) == set(key) for e in mine)
+        shaped = sorted({tuple(e.dims) for e in mine if len(e.dims) > 1})
+        if shaped and not by_dims:      # a key that is not the dimensions tuned over
+            dims = list(shaped[0])
+            unsaid = next((d for d in dims if d not in names), dims[0])
+            raise SweeperError(
+                f"tuned_kernel {name}: key {list(key)} is not the dimensions it was tuned "
+                f"over, {' / '.join(' '.join(d) for d in shaped)}; give key={dims!r}, "
+                f"each an argument of the @triton.jit function (it has {', '.join(names)}); "
+                "where one is not, launch it with sweeper.tuned(..., dims={...}) or the "
+                "module `sweeper export --format triton` writes (configs(), grid(meta, "
+                f"{unsaid}=...))")
         #: a 1-D kernel tuned by footprint is looked up by key value x itemsize (whatever
         #: other kernels of the file were tuned over)
         self._by_footprint = not by_dims and len(key) == 1
