@@ -516,6 +516,23 @@ def test_a_dimension_given_by_p_in_place_of_the_footprint_keeps_the_problem_aske
     assert "# shrunk: n 1048576 → 4096\n" in (tmp_path / "t.csv").read_text()
 
 
+@pytest.mark.parametrize("name, instead", [("tuned-copy.py", "tuned_copy.py"),
+                                           ("tuned.txt", "tuned.py"),
+                                           ("class.py", "_class.py")])
+def test_a_module_written_under_a_name_import_cannot_name_says_what_to_call_it(
+        tmp_path, capsys, name, instead):
+    """The line said "import it" of ``tuned-copy.py`` too, which no import statement can
+    name: it says the name to give the file instead (the module is written all the
+    same, and loads from its path)."""
+    store = study(tmp_path / "s")
+    out = tmp_path / name
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert f"to {out} (`import` cannot name {name}: rename it {instead} to import it; " \
+        "configs(k=4) feeds @triton.autotune)" in capsys.readouterr().out
+    renamed = out.rename(tmp_path / instead)
+    assert load(renamed).pick(n=1 << 18).kwargs == {"BLOCK": 1024}
+
+
 def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
     """A module exported before DIMS: its key was every dimension, and still is DIMS."""
     out = tmp_path / "tuned_copy.py"
