@@ -22,8 +22,10 @@ every rule tried, per family):
   matmuls, 8 met it, and 8 configs with their slowdowns keep a tuning entry small.
 
 A tuned problem is a mapping of dimension names to sizes (``{"footprint": bytes}`` for a
-1-D kernel); its *top* is a list of ``(config id, slowdown)`` best first, slowdown being
-the config's median over the problem's best (1.0 for the winner).
+1-D kernel); its *top* is a list of ``(config id, slowdown)``, the problem's winner first,
+then the fastest first, slowdown being the config's sweep median over the problem's
+fastest (1.0 for that one; a winner the finals chose among configs tied within noise may
+be a little above it: ``sweeper.export.problem_tops``).
 """
 
 from __future__ import annotations

@@ -124,11 +124,16 @@ def warn_without_winner(won: StudyWinners) -> None:
         if key.dtype and key not in won.picks and t.status in FAILURES:
             failed.setdefault(key, Counter())[t.status.value] += 1
     for key, count in sorted(failed.items()):
+        # a lookup dispatches among the problems of its dtype and dimensions only
+        kin = any(k.dtype == key.dtype and [d for d, _ in k.dims] == [d for d, _ in key.dims]
+                  for k in won.picks)
+        instead = "a lookup there gets the nearest tuned problem's config" if kin else \
+            f"this study exports no {key.dtype} problem, so a lookup in {key.dtype} finds " \
+            "none of its configs"
         warnings.warn(f"not exported: {won.meta.tuned_name} {key.dtype} "
                       f"{key.problem.describe()}: no config of it ran ok ("
-                      f"{', '.join(f'{n} {s}' for s, n in count.most_common())}); a lookup "
-                      "there gets the nearest tuned problem's config", TuningWarning,
-                      stacklevel=user_stacklevel())
+                      f"{', '.join(f'{n} {s}' for s, n in count.most_common())}); {instead}",
+                      TuningWarning, stacklevel=user_stacklevel())
 
 
 def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
@@ -457,11 +462,18 @@ def _space_as_run(meta: StudyMeta, recorded: Space | SweeperError | None) -> Spa
         return None
     space = recorded
 
-    def differing(s: Space) -> list[str]:
-        return [n for n in ("dtype", *s.sizes)
-                if [str(x) for x in s.axis(n).labels] != [str(x) for x in meta.axes.get(n, ())]]
+    def labels(s: Space, name: str) -> list[str]:
+        return [str(x) for x in s.axis(name).labels] if name in {a.name for a in s.axes} \
+            else []
 
-    changed = differing(space)
+    def differing(s: Space) -> list[str]:
+        # its own size axes and those the run sized the problem by: `-p n=...` replaces
+        # the footprint a space's text gives (as `--from-autotune` has by default)
+        names = dict.fromkeys(["dtype", *s.sizes, *(n for n in ("footprint", *s.shape.names)
+                                                    if n in meta.axes)])
+        return [n for n in names if labels(s, n) != [str(x) for x in meta.axes.get(n, ())]]
+
+    changed = [n for n in differing(space) if n in meta.axes]
     if not changed:
         return space
     try:

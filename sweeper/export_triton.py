@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper import dispatch
 from sweeper.core._model import CACHE_MODES
+from sweeper.core._units import DTYPE_ALIASES
 from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
@@ -75,6 +76,7 @@ from sweeper.export import (
 )
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
+from sweeper.matching import FAR_RATIO
 from sweeper.space import DTYPES, Problem, Space, parse
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 from sweeper.tuning import kernel_name
@@ -442,7 +444,8 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
     return (head + RUNTIME + DISPATCH + f"{DATA_PREFIX}{literal})\n"
             + f"_GRIDS = {{\n{functions}\n}}\n"
             + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n"
-            + f"_CACHE_MODES = {CACHE_MODES!r}\n" + BUILD)
+            + f"_CACHE_MODES = {CACHE_MODES!r}\n_FAR_RATIO = {FAR_RATIO!r}\n"
+            + f"_DTYPE_ALIASES = {json.dumps(dict(DTYPE_ALIASES), sort_keys=True)}\n" + BUILD)
 
 
 def _quoted(name: str) -> str:
@@ -557,9 +560,9 @@ def configs(k=None, gpu=None, dtype=None, cache="cold", **dims):
     slowdown.  With the problem's dims (every name of
     key): the candidates for that shape (sweeper's dispatch rule: the nearest tuned
     winner first, then the bracketing tuned shapes' top configs), the first k (k=None:
-    all); dtype: only problems tuned in it.  Each is launched with its own grid by
-    grid(meta): a config whose kwargs a better one shares with another grid is left out
-    (Triton's autotuner tells them apart by kwargs only)."""
+    all); dtype: only problems tuned in it (float32, fp32 or torch.float32).  Each is
+    launched with its own grid by grid(meta): a config whose kwargs a better one shares
+    with another grid is left out (Triton's autotuner tells them apart by kwargs only)."""
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
         raise ValueError(f"configs(k={k!r}): k is how many configs to give, a whole number "
                          "of at least 1, or None: the top 4 without dims, every candidate "
@@ -597,7 +600,8 @@ def _grids(gpu):
 def pick(gpu=None, dtype=None, cache="cold", **dims):
     """The triton.Config sweeper's dispatch rule picks for a problem of dims: the one
     tuned there (measured there, or asked there and measured smaller to fit its device),
-    else the nearest tuned shape's winner (log space), of winners measured
+    else the nearest tuned shape's winner (log space; a UserWarning where it is more than
+    4x off in a dimension, as sweeper.tuned warns), of winners measured
     in the cache mode cache (as configs() takes it).  Launched outside autotune, give
     grid its launch options (grid({**meta, **c.all_kwargs()})): a better config of the
     same kwargs may have been tuned with another grid."""
@@ -623,15 +627,30 @@ def _measured(gpu, cache):
 def _candidates(gpu, dtype, dims):
     if set(dims) != set(DIMS):
         raise TypeError(f"give the problem's dims {DIMS}, got {sorted(dims)}")
-    tuned = [w for w in _DATA["gpus"][_gpu(gpu)]["winners"]
-             if dtype is None or w["dtype"] == str(dtype).removeprefix("torch.")]
+    winners = _DATA["gpus"][_gpu(gpu)]["winners"]
+    # a dtype as sweeper.tuned takes it: float32, fp32, torch.float32
+    name = None if dtype is None else str(dtype).strip().removeprefix("torch.").lower()
+    name = _DTYPE_ALIASES.get(name, name)
+    tuned = [w for w in winners if name is None or w["dtype"] == name]
     if not tuned:
-        raise KeyError(f"no problem tuned in dtype {dtype!r}")
+        raise KeyError(f"no problem tuned in dtype {dtype!r}; tuned: "
+                       f"{', '.join(sorted({w['dtype'] for w in winners}))}")
     tops = [[(_ident(c), c["slowdown"]) for c in _top(w)] for w in tuned]
     by_ident = {_ident(c): c for w in tuned for c in _top(w)}
     # a winner measured smaller than its space asked (the interpreter's cap) is exact for
     # the problem asked, as for the one measured; any other is as far as the one measured
     problems = [dims if dims == w.get("asked_dims") else w["dims"] for w in tuned]
+    near = nearest_index(problems, dims)
+    if any(max(problems[near][d], v) / min(problems[near][d], v) > _FAR_RATIO
+           for d, v in dims.items()):           # as sweeper.tuned warns
+        def shown(p):
+            return " ".join(f"{d}={p[d]}" for d in DIMS)
+        warnings.warn(f"{__name__}: the nearest tuned problem, {shown(problems[near])}, is far "
+                      f"from the asked {shown(dims)} (more than {_FAR_RATIO:g}x in a "
+                      "dimension); its configs may be far from this problem's best: tune "
+                      f"{shown(dims)} (add it to the space of study "
+                      f"{tuned[near].get('study') or '?'}, run it and export the study "
+                      "again)", stacklevel=3)
     return [by_ident[i] for i in candidates(problems, tops, dims)]
 
 

@@ -79,7 +79,19 @@ class TunedKernel:
         self.lookups = 0
         #: per (shape, dtype) whose candidates were timed: what the timing found
         self.measured: dict[ShapeKey, Measured] = {}
-        by_dims = any(e.is_for(name) and set(e.dims) == set(key) for e in tuning.entries)
+        mine = [e for e in tuning.entries if e.is_for(name)]
+        by_dims = any(set(e.dims) == set(key) for e in mine)
+        shaped = sorted({tuple(e.dims) for e in mine if len(e.dims) > 1})
+        if shaped and not by_dims:      # a key that is not the dimensions tuned over
+            dims = list(shaped[0])
+            unsaid = next((d for d in dims if d not in names), dims[0])
+            raise SweeperError(
+                f"tuned_kernel {name}: key {list(key)} is not the dimensions it was tuned "
+                f"over, {' / '.join(' '.join(d) for d in shaped)}; give key={dims!r}, "
+                f"each an argument of the @triton.jit function (it has {', '.join(names)}); "
+                "where one is not, launch it with sweeper.tuned(..., dims={...}) or the "
+                "module `sweeper export --format triton` writes (configs(), grid(meta, "
+                f"{unsaid}=...))")
         #: a 1-D kernel tuned by footprint is looked up by key value x itemsize (whatever
         #: other kernels of the file were tuned over)
         self._by_footprint = not by_dims and len(key) == 1
@@ -175,7 +187,9 @@ class TunedKernel:
         doubts = {"far"} if config.far else set()
         doubts |= {"architecture"} if config.by_architecture else set()
         if doubts - self._warned:
-            warn_for(config, self.gpu or current_gpu(), self._asked(shape, dtype))
+            warn_for(config, self.gpu or current_gpu(), self._asked(shape, dtype),
+                     "" if self.measure_untuned else "; or pass measure_untuned=True to time "
+                     "its candidates at a shape's first call")
             self._warned |= doubts
         launch = self._bound_launch(config)
         if self.measure_untuned and config.distance > 0 and len(config.candidates) > 1:
@@ -262,6 +276,20 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
     wrong = cache_problem(cache)
     if wrong is not None:
         raise SweeperError(f"tuned_kernel: {wrong}")
+    # refused as it decorates, each by its keyword: a wrong type would fail at the first
+    # call in Triton's or the lookup's depths, or ("no" being true) be taken the other way
+    for what, value, types, allowed in (
+            ("tuning", tuning, (str, Path, type(None)), "the tuning file's path (text or a "
+             "Path), or None for $SWEEPER_TUNING or studies/tuning.json"),
+            ("name", name, (str, type(None)), "the kernel's name in the tuning file (text), "
+             "or None for the function's"),
+            ("gpu", gpu, (str, type(None)), "a GPU's name (text), or None for this one"),
+            ("measure_untuned", measure_untuned, (bool,), "True or False")):
+        if not isinstance(value, types):
+            raise SweeperError(f"tuned_kernel: {what}={value!r}; allowed: {allowed}")
+    if timer is not None and not callable(timer):
+        raise SweeperError(f"tuned_kernel: timer={timer!r}; allowed: a function timing a "
+                           "launch (sweeper.launch_timing's Timer), or None for the default")
     table = Tuning(tuning)
     for what, names in (("key", key), ("restore", restore), ("reset_to_zero", reset_to_zero)):
         if isinstance(names, str) or (what == "key" and not names):

@@ -23,7 +23,7 @@ from typing import Any
 from sweeper.core._model import CACHE_MODES
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
-from sweeper.dispatch import bracketing, candidates
+from sweeper.dispatch import bracketing, candidates, log_distance
 from sweeper.errors import (
     StaleTuningWarning,
     SweeperError,
@@ -38,8 +38,10 @@ from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tu
 
 @dataclass(frozen=True)
 class Candidate(TopConfig):
-    """A config to try for the asked problem: one of a tuned problem's top configs, its
-    ``grid`` computed for the asked problem."""
+    """A config to try for the asked problem: one of a tuned problem's top configs, with
+    its ``slowdown`` there (the asked problem where it was tuned, else the nearest tuned
+    problem around it that has the config) and its ``grid`` computed for the asked
+    problem."""
 
     grid: int = 0
 
@@ -152,14 +154,18 @@ class Tuning:
         index = matched.indices[at]
         entry = self.entries[index]
         tops = [self._top(i) for i in matched.indices]
-        where = {_ident(t): (i, t) for i, top in zip(matched.indices, tops, strict=True)
-                 for t in top}
+        # the tuned problems around the asked one, whose top configs are the candidates,
+        # nearest first: a candidate is its nearest such problem's, with that slowdown
+        around = sorted((j for j, _ in bracketing(problems, asked)),
+                        key=lambda j: (log_distance(problems[j], asked), j))
+        where: dict[str, tuple[int, TopConfig]] = {}
+        for j in around:
+            for t in tops[j]:
+                where.setdefault(_ident(t), (matched.indices[j], t))
         chosen = [where[str(c)] for c in candidates(
             problems, [[(_ident(t), t.slowdown) for t in top] for top in tops], asked)]
-        # every entry whose configs the lookup may dispatch to: the nearest, and the tuned
-        # problems around the asked one, whose top configs are the candidates
-        reach = dict.fromkeys([index, *(matched.indices[j] for j, _ in
-                                        bracketing(problems, asked))])
+        # every entry whose configs the lookup may dispatch to: the nearest, and those
+        reach = dict.fromkeys([index, *(matched.indices[j] for j in around)])
         stale = next((self.entries[i] for i in reach if self._stale(self.entries[i])), None)
         config = TunedConfig(
             **{**vars(entry), "meta": dict(entry.meta), "dims": dict(entry.dims),
@@ -458,22 +464,24 @@ def _stale_text(path: str | Path, kernel: str, identity: str, tuned: str | None,
             "--study NEW`) and export that")
 
 
-def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None]) -> None:
+def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None],
+             instead: str = "") -> None:
     """Warn (:class:`TuningWarning`) when ``config`` was tuned on another GPU of the same
-    architecture, or at a problem far from ``asked``."""
+    architecture, or at a problem far from ``asked`` (``instead``: what else the caller
+    can do about that, after tuning it)."""
     if config.by_architecture:
         warnings.warn(f"{config.kernel} {config.dtype}: nothing tuned on {gpu!r}; using the "
                       f"config tuned on {config.gpu!r}, the same architecture (compute "
                       "capability major version); tune on this GPU for its own",
                       TuningWarning, stacklevel=user_stacklevel())
     if config.far:
-        warnings.warn(f"{config.kernel} {config.dtype}: {far_text(config, asked)}",
+        warnings.warn(f"{config.kernel} {config.dtype}: {far_text(config, asked)}{instead}",
                       TuningWarning, stacklevel=user_stacklevel())
 
 
 def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
-    """``the nearest tuned problem, 1GiB, is 65536x the asked 16KiB ...``: what a far
-    match warns."""
+    """``the nearest tuned problem, 1GiB, is far from the asked 16KiB ...``: what a far
+    match warns, and how to tune the size asked (into the study it was found in)."""
     if "footprint" in asked:
         want, have = format_size(asked["footprint"] or 1), format_size(config.footprint)
     else:
@@ -481,7 +489,8 @@ def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
         have = show_dims(config.dims)
     return (f"the nearest tuned problem, {have}, is far from the asked {want} (more than "
             f"{FAR_RATIO:g}x in a dimension); its config may be far from this problem's "
-            "best: tune this size")
+            f"best: tune {want} (add it to the space of study {config.study}, run it and "
+            "export the study again)")
 
 
 @entry(spelled=False)

@@ -416,6 +416,19 @@ def test_winners_are_the_reports_and_the_baselines_torchs(tmp_path):
     assert entry["median_ms"] == row["median_ms"] and entry["trial"] == row["number"]
 
 
+def test_winners_are_in_problem_order_whatever_order_they_were_measured_in(tmp_path):
+    """A space listing 8 KiB before 4 KiB measures 8 KiB first: the winners still come in
+    (dtype, footprint, dims, cache) order, as report.md gives them (they came in the
+    order of the winners' trial numbers, 8 KiB first)."""
+    space = {**TINY, "sampler": "exhaustive",
+             "params": {**TINY["params"], "block": [32], "footprint": ["8KiB", "4KiB"]}}
+    study = sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                        report=False)
+    winners = study.winners
+    assert winners["footprint"].tolist() == [4096, 8192]
+    assert winners["number"].tolist() == [1, 0]         # 8 KiB was measured first
+
+
 def test_a_study_with_no_measured_trial_gives_empty_tables_with_the_same_columns(tmp_path):
     """A study that measured nothing (every config missing from the replayed table, or no
     trial at all: a budget spent before the first) reads as a measured one does, with no

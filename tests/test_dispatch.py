@@ -61,6 +61,23 @@ def test_tuned_gives_an_untuned_shape_the_candidates_with_grids_for_it(tmp_path)
     assert got.candidates[2].launch_options() == {"num_warps": 4, "BLOCK": 32}
 
 
+def test_each_candidate_carries_its_slowdown_at_the_nearest_tuned_problem_holding_it(
+        tmp_path):
+    """A candidate's ``slowdown`` is the one measured at the tuned problem it is offered
+    from (the asked one where it was tuned, else the nearest bracketing one that has it):
+    it was the last entry's of the file holding the config, so at N=1024 its runner-up
+    read 1.5x, 4096's figure, not its own 1.02."""
+    path = _file(tmp_path, [_entry(1024, [(64, 1.0), (32, 1.02)]),
+                            _entry(4096, [(128, 1.0), (32, 1.5), (64, 1.3)]),
+                            _entry(16384, [(128, 1.0), (64, 2.0)])])
+    exact = tuned("mm", dtype="fp16", dims={"N": 1024}, gpu="NVIDIA H200", path=path)
+    assert [(c.meta["BLOCK"], c.slowdown) for c in exact.candidates] == [(64, 1.0), (32, 1.02)]
+    # between 4096 and 16384, nearer 4096: 64 is offered at its 4096 slowdown
+    near = tuned("mm", dtype="fp16", dims={"N": 6144}, gpu="NVIDIA H200", path=path)
+    assert {c.meta["BLOCK"]: c.slowdown for c in near.candidates} == {128: 1.0, 32: 1.5,
+                                                                      64: 1.3}
+
+
 def test_a_grid_over_n_is_computed_at_dimensions_not_tuned_by_the_kernels_footprint_rule(
         tmp_path):
     """A grid that reads ``n`` (``spaces/matmul.yaml``'s) at a shape that was not tuned:

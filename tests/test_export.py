@@ -143,6 +143,26 @@ def test_a_problem_whose_every_config_failed_is_named_as_not_exported(tmp_path):
         export_triton(store, tmp_path / "tuned_copy.py")
 
 
+def test_a_dtype_whose_every_problem_failed_is_not_said_to_get_a_neighbours_config(tmp_path):
+    """A lookup dispatches among the problems of the dtype asked: where every problem of
+    a dtype failed, none of the study's configs serves it, which the warning says (it
+    said a lookup there got the nearest tuned problem's config, and the lookup refused)."""
+    store = study(tmp_path, "half", 1 << 20, [("sms", 64, 256, 10.0)])
+    store = StudyStore(store.root)
+    store.append(TrialRecord(
+        number=1, status=TrialStatus.WRONG_ANSWER, reason="output y: 3 of 4 elements differ",
+        choice={"grid": "sms", "block": "64", "BLOCK": "512"},
+        config=Config(Problem("int32", 1 << 20), grid=1, block=64, meta={"BLOCK": 512})))
+    store.close()
+    path = tmp_path / "t.json"
+    with pytest.warns(TuningWarning, match=r"^not exported: copy int32 1MiB: no config of it "
+                      r"ran ok \(1 wrong_answer\); this study exports no int32 problem, so a "
+                      r"lookup in int32 finds none of its configs$"):
+        export_study(store, path)
+    with pytest.raises(SweeperError, match="no tuned config for copy int32"):
+        tuned("copy", dtype="int32", footprint=1 << 20, gpu=GPU, path=path)
+
+
 def test_the_entry_gives_the_median_the_winner_was_chosen_on_and_where_from(tmp_path):
     from sweeper.finals import Finalist, FinalRecord
     from sweeper.store import ProblemKey

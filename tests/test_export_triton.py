@@ -339,8 +339,31 @@ def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
     assert len(mod.configs()) == 3                        # without dims: the ranked top
     with pytest.raises(TypeError, match=r"give the problem's dims \['n'\], got \['M'\]"):
         mod.pick(M=4)
-    with pytest.raises(KeyError, match="no problem tuned in dtype 'float16'"):
+    with pytest.raises(KeyError, match="no problem tuned in dtype 'float16'; tuned: float32"):
         mod.configs(n=4, dtype="float16")
+    # the dtype's other names, as sweeper.tuned takes them (fp32 was no problem tuned)
+    assert mod.pick(n=1 << 18, dtype="fp32") == mod.pick(n=1 << 18, dtype="FLOAT32") \
+        == mod.pick(n=1 << 18, dtype=torch.float32)
+
+
+def test_a_shape_far_from_every_tuned_one_is_warned_as_sweeper_tuned_warns(tmp_path):
+    """pick() and configs(**dims) at a shape more than 4x from the nearest tuned one in a
+    dimension warn, at the caller's line, saying what to tune and into which study, as
+    sweeper.tuned does (they gave the far winner without a word); a near shape says
+    nothing."""
+    mod = load(export_triton(study(tmp_path / "s", sized=True), tmp_path / "tuned_copy.py")[0])
+    with pytest.warns(UserWarning, match=r"^tuned_\w+: the nearest tuned problem, "
+                      r"n=262144, is far from the asked n=5 \(more than 4x in a dimension\); "
+                      r"its configs may be far from this problem's best: tune n=5 \(add it to "
+                      r"the space of study s, run it and export the study again\)$") as said:
+        assert mod.pick(n=5).kwargs == {"BLOCK": 1024}
+    assert [w.filename for w in said] == [__file__]
+    with pytest.warns(UserWarning, match=r"n=268435456, is far from the asked n=4294967296"):
+        mod.configs(n=1 << 32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mod.pick(n=1 << 20)                           # 4x from 2**18: not far
+        mod.configs(n=1 << 19)
 
 
 def test_k_means_the_same_with_and_without_dims(tmp_path):
@@ -461,6 +484,53 @@ def test_a_winner_measured_shrunk_is_picked_exactly_by_the_problem_asked(tmp_pat
         256, 256, 1024, 1024]
     assert [c.kwargs["BLOCK"] for c in mod.configs(n=1 << 28)] == [256]     # exact: its own
     assert mod.pick(n=1 << 29).kwargs["BLOCK"] == 1024    # nearest measured: n=4096
+
+
+def test_a_dimension_given_by_p_in_place_of_the_footprint_keeps_the_problem_asked(
+        tmp_path, write_space):
+    """A space that leaves copy's size to its default footprint, run with ``-p n=2**20``:
+    the interpreter measures n=4096, and every export still names the problem asked, as
+    for a space whose text gives n (they named none: the tuning entry and the module had
+    no ``asked_dims``, so ``pick(n=2**20)`` was 256 times off, and the replay table had no
+    ``shrunk`` line)."""
+    space = write_space("""
+        study: cp
+        kernel: copy
+        sampler: exhaustive
+        params: {grid: [sms], block: [128], BLOCK: [256, 1024]}
+        measure: {warmup: 1, repeat: 2, stop: fixed}
+    """)
+    studies = tmp_path / "studies"
+    assert main(["run", str(space), "-p", "n=1048576", "--device", "interpret",
+                 "--studies-dir", str(studies), "--quiet", "--no-report"]) == 0
+    root = str(studies / "cp-interpret")
+    assert main(["export", root, "-o", str(tmp_path / "tuning.json")]) == 0
+    [entry] = json.loads((tmp_path / "tuning.json").read_text())["entries"]
+    assert (entry["dims"], entry["asked_dims"], entry["asked_footprint"]) == (
+        {"n": 4096}, {"n": 1 << 20}, 4 << 20)
+    out = tmp_path / "tuned_cp.py"
+    assert main(["export", root, "--format", "triton", "-o", str(out)]) == 0
+    [winner] = load(out).WINNERS["Triton interpreter (CPU)"]
+    assert winner["asked_dims"] == {"n": 1 << 20}
+    assert main(["export", root, "--format", "csv", "-o", str(tmp_path / "t.csv")]) == 0
+    assert "# shrunk: n 1048576 → 4096\n" in (tmp_path / "t.csv").read_text()
+
+
+@pytest.mark.parametrize("name, instead", [("tuned-copy.py", "tuned_copy.py"),
+                                           ("tuned.txt", "tuned.py"),
+                                           ("class.py", "_class.py")])
+def test_a_module_written_under_a_name_import_cannot_name_says_what_to_call_it(
+        tmp_path, capsys, name, instead):
+    """The line said "import it" of ``tuned-copy.py`` too, which no import statement can
+    name: it says the name to give the file instead (the module is written all the
+    same, and loads from its path)."""
+    store = study(tmp_path / "s")
+    out = tmp_path / name
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0
+    assert f"to {out} (`import` cannot name {name}: rename it {instead} to import it; " \
+        "configs(k=4) feeds @triton.autotune)" in capsys.readouterr().out
+    renamed = out.rename(tmp_path / instead)
+    assert load(renamed).pick(n=1 << 18).kwargs == {"BLOCK": 1024}
 
 
 def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):

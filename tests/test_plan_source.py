@@ -341,6 +341,25 @@ def test_plan_reads_the_readmes_own_autotune_example(module, tmp_path, capsys):
     assert space.axis("n_elements").labels == (str(1 << 24),)
 
 
+def test_a_short_kernel_over_n_is_sized_by_its_declared_default_as_run_sizes_it(
+        module, tmp_path, capsys):
+    """A short kernel whose one dimension is ``n`` and a space that leaves the size out:
+    importing it (``sweeper run``) sizes the problem by ``dims``' default; read from its
+    source (plan, and an export reading the study's space back) it was the base kernel's
+    64 MiB footprint, so plan shrank a problem the run never measures and exports lost
+    the problem the run asked for."""
+    from sweeper.space import load_space
+
+    name, marker = module(MARK + AUTOTUNE_COMPUTED.replace(
+        "configs=configs()", "configs=[triton.Config({'BLOCK': b}) for b in (64, 128)]"
+    ).replace("autotuned=body", "dims={'n': 1 << 20}, autotuned=body"))
+    rc, out, err = _plan(tmp_path, capsys, f"from_autotune: {name}:tuned\n")
+    assert rc == 0 and not marker.exists(), err
+    assert "problem: dtype, cache, n;" in out and "shrunk to fit 16KiB: n 1048576 → 4096" in out
+    space = load_space(tmp_path / "s.yaml", user_code=False)
+    assert space.sizes == ("n",) and space.axis("n").labels == (str(1 << 20),)
+
+
 @pytest.mark.parametrize("configs", [
     "[triton.Config({'BLOCK': b}) for b in (64, 128) if b]",
     "[triton.Config({'BLOCK': b}) for b in sizes()]",

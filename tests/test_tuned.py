@@ -160,7 +160,20 @@ def test_the_command_says_a_tuning_warning_in_one_line(tmp_path, path, capsys):
     err = capsys.readouterr().err
     assert err == ("sweeper: warning: copy float32: the nearest tuned problem, 1GiB, is far "
                    "from the asked 16KiB (more than 4x in a dimension); its config may be far "
-                   "from this problem's best: tune this size\n")
+                   "from this problem's best: tune 16KiB (add it to the space of study a, "
+                   "run it and export the study again)\n")
+
+
+def test_the_command_names_the_option_of_a_dtype_it_does_not_know(tmp_path, path, capsys):
+    from sweeper.cli import main
+
+    export_study(study(tmp_path, "a", [1 << 30]), path)
+    assert main(["tuned", "copy", "--footprint", "1GiB", "--dtype", "float33", "--gpu",
+                 "NVIDIA H200", "--tuning", str(path)]) == 2
+    assert capsys.readouterr().err.startswith(
+        "sweeper: --dtype: unknown dtype 'float33'; allowed: float64, float32, ")
+    assert main(["tuned", "copy", "--footprint", "1GiB", "--dtype", "fp32", "--gpu",
+                 "NVIDIA H200", "--tuning", str(path)]) == 0
 
 
 def test_a_far_problem_is_said_and_warned(tmp_path, path):

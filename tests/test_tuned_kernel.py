@@ -117,8 +117,13 @@ def test_cpu_tensors_without_the_interpreter_are_told_how_to_run(tuning):
 
 
 def test_a_far_shape_warns_once(kernel):
+    """Once, saying what to do: tune the shape into the study, or time the candidates."""
     with pytest.warns(TuningWarning, match=r"copy1d float32: the nearest tuned problem, "
-                                           r"n=1024, is far from the asked n=16") as said:
+                                           r"n=1024, is far from the asked n=16 .*: tune n=16 "
+                                           r"\(add it to the space of study copy1d, run it and "
+                                           r"export the study again\); or pass "
+                                           r"measure_untuned=True to time its candidates at a "
+                                           r"shape's first call$") as said:
         assert run(kernel, 16) == ((1,), {"num_warps": 2, "BLOCK": 128})
     # shown at the user's call (a notebook's cell), not at a line of sweeper's
     assert {w.filename for w in said} == {__file__}
@@ -142,9 +147,55 @@ def test_misuse_is_one_line(tuning):
         with pytest.raises(SweeperError, match=r"^tuned_kernel: cache .*: allowed: cold, warm "
                            r"\(the L2 flushed before each sample, or not\)$"):
             sweeper.tuned_kernel(tuning, key=["n"], cache=cache)  # type: ignore[arg-type]
+    # each keyword of a wrong type refused as it decorates, by its own name: measure_untuned
+    # "no" measured (it is true), name 5 failed at the first call in the lookup's depths
+    # with a TypeError, and the tuning file was named "path"
+    for keyword, value, allowed in (
+            ("measure_untuned", "no", "True or False"),
+            ("name", 5, "the kernel's name in the tuning file"),
+            ("gpu", 0, "a GPU's name"),
+            ("tuning", 5, "the tuning file's path"),
+            ("timer", "fast", "a function timing a launch")):
+        with pytest.raises(SweeperError, match=rf"^tuned_kernel: {keyword}={value!r}; allowed: "
+                                               rf"{allowed}"):
+            sweeper.tuned_kernel(**{"tuning": tuning, "key": ["n"], keyword: value})
     k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(body)
     with pytest.raises(SweeperError, match=r"key \['n'\] must be positive integers, got \[0\]"):
         k(torch.zeros(1), torch.zeros(1), 0)
+
+
+def _centre_rows(X, Y, stride, N, BLOCK_N: tl.constexpr):  # type: ignore[no-untyped-def]
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(X + tl.program_id(0) * stride + cols, mask=cols < N, other=0.0)
+    tl.store(Y + tl.program_id(0) * stride + cols, x - tl.sum(x, axis=0) / N, mask=cols < N)
+
+
+def test_a_key_that_is_not_the_dimensions_tuned_over_is_refused_saying_what_to_do(tmp_path):
+    """A row-wise kernel tuned over M, N on a grid of M rows takes N only (the README's
+    layer norm): ``key=["N"]`` was looked up as a footprint of N elements and failed at
+    the first call saying ``--dims M=...,N=...``, an option of another command; it is
+    refused as it decorates, saying the key to give and what to use where a dimension
+    is no argument."""
+    path = tmp_path / "tuning.json"
+    path.write_text(json.dumps({"version": 1, "entries": [
+        {"kernel": "centre", "gpu": GPU, "dtype": "float32", "footprint": 4 * 8 * n,
+         "dims": {"M": 8, "N": n}, "grid_expr": "M", "block": 64, "meta": {"BLOCK_N": b},
+         "gbps": 1.0, "median_ms": 1.0, "study": "s", "facts": {"sms": 4, "l2_bytes": 0},
+         "top": [{"grid_expr": "M", "block": 64, "meta": {"BLOCK_N": b}, "slowdown": 1.0}]}
+        for n, b in ((64, 64), (256, 256))]}))
+    body = jit(_centre_rows, interpret=True)
+    with pytest.raises(SweeperError, match=(
+            r"^tuned_kernel centre: key \['N'\] is not the dimensions it was tuned over, M N; "
+            r"give key=\['M', 'N'\], each an argument of the @triton.jit function \(it has "
+            r"X, Y, stride, N, BLOCK_N\); where one is not, launch it with "
+            r"sweeper.tuned\(\.\.\., dims=\{\.\.\.\}\) or the module `sweeper export "
+            r"--format triton` writes \(configs\(\), grid\(meta, M=\.\.\.\)\)$")):
+        sweeper.tuned_kernel(path, key=["N"], name="centre", gpu=GPU)(body)
+    x = torch.randn(8, 60)
+    cfg = sweeper.tuned("centre", dtype="float32", dims={"M": 8, "N": 60}, gpu=GPU, path=path)
+    y = torch.empty_like(x)
+    body[(cfg.grid,)](x, y, x.stride(0), 60, **cfg.launch_options())      # as it says
+    torch.testing.assert_close(y, x - x.mean(dim=1, keepdim=True), rtol=1e-4, atol=1e-5)
 
 
 def _renamed_body(x, y, n, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]

@@ -33,7 +33,9 @@ def winners_table(store: Storage) -> pd.DataFrame:
     typed = trials_table(store)
     problem = typed[["number", *PROBLEM, *typed.attrs["dims"]]]
     params = [c for c in ("grid_label", "grid", "block", *meta_names) if c in shown]
-    out = problem.merge(shown.drop(columns=params), on="number").merge(
+    # the report's order of problems (a merge keeps its left side's): the trials' would
+    # be the winners' trial numbers
+    out = shown.drop(columns=params).merge(problem, on="number").merge(
         typed[["number", *params]], on="number")
     first = ["problem", *PROBLEM, *typed.attrs["dims"], "number", "chosen_by", *params]
     out = out[first + [c for c in out if c not in first]]

@@ -170,7 +170,12 @@ def cmd_tuned(args: argparse.Namespace) -> int:
     dimensions) on this GPU (or ``--gpu``), as a caller would look it up."""
     from sweeper.export import current_gpu, describe
     from sweeper.lookup import Tuning
+    from sweeper.matching import dtype_name
 
+    try:                            # said as the option's, before the file is read
+        dtype = dtype_name(args.dtype)
+    except SweeperError as err:
+        raise SweeperError(f"--dtype: {err}") from None
     footprint = dims = None
     if args.dims is not None:
         dims = _dims_option(args.dims)
@@ -184,7 +189,7 @@ def cmd_tuned(args: argparse.Namespace) -> int:
                                "a positive size (e.g. 256MiB)")
     gpu = args.gpu or current_gpu()
     print(describe(Tuning(args.tuning).config(      # tuned()'s lookup, saying --gpu
-        args.kernel, dtype=args.dtype, footprint=footprint, dims=dims, gpu=gpu,
+        args.kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu,
         gpu_option=None if args.gpu else "--gpu {!r}", cache=args.cache,
         cache_option="--cache {}")))
     return 0

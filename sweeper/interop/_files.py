@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+import re
+from keyword import iskeyword
+from pathlib import Path
+
 from sweeper.core._spelling import given
 from sweeper.core._units import counted
 from sweeper.export import export_csv
@@ -46,5 +50,15 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
              f"{counted(len(section['ranked']), 'distinct config')}")
     later = "" if not unfinished else \
         f"; the sweep's best for now at {', '.join(unfinished)}: {UNFINISHED}"
-    return Written(str(path), f"wrote {wrote} to {path} (import it; configs(k=4) feeds "
-                   f"@triton.autotune){kept}{later}{f'; {note}' if note else ''}")
+    return Written(str(path), f"wrote {wrote} to {path} ({_import_it(Path(path))}; configs(k=4) "
+                   f"feeds @triton.autotune){kept}{later}{f'; {note}' if note else ''}")
+
+
+def _import_it(path: Path) -> str:
+    """How the module at ``path`` is imported: by its name where that is a module's
+    name, else the name to give the file (``tuned-copy.py``: ``tuned_copy.py``)."""
+    if path.suffix == ".py" and path.stem.isidentifier() and not iskeyword(path.stem):
+        return "import it"
+    name = re.sub(r"\W", "_", path.stem) or "tuned"
+    name = f"_{name}" if name[0].isdigit() or iskeyword(name) else name
+    return f"`import` cannot name {path.name}: rename it {name}.py to import it"
