@@ -11,7 +11,13 @@ import pandas as pd
 
 from sweeper.core._units import counted
 from sweeper.report._provenance import shown_source
-from sweeper.report._tables import LABELS, baseline_rates, status_counts_text, unit
+from sweeper.report._tables import (
+    LABELS,
+    POWER_AVERAGED_S,
+    baseline_rates,
+    status_counts_text,
+    unit,
+)
 from sweeper.space import format_size, show_dims
 from sweeper.winners import UNFINISHED, unnamed_clause
 
@@ -176,11 +182,16 @@ def best_table(tables: ReportTables) -> tuple[pd.DataFrame, dict[str, str]]:
 
 
 def best_intro(tables: ReportTables) -> str:
-    """What the best configs' numbers are: the sweep's, a finalist's median beside."""
+    """What the best configs' numbers are: the sweep's, a finalist's median beside; and
+    why trials with a power reading have no GB/J (:func:`._tables.power_of_its_own`)."""
+    unshown = tables.power["energy_not_shown"]
     return ("Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
             "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
                              "interleaved" if tables.best["final_median_ms"].notna().any()
-                             else "") + ".")
+                             else "") + "." +
+            (f" GB/J is not given for {counted(unshown, 'trial')}: each sampled for less than "
+             f"the {POWER_AVERAGED_S:g} s NVML averages board power over, so its power "
+             "reading was mostly of what ran before it." if unshown else ""))
 
 
 def baselines_table(tables: ReportTables) -> pd.DataFrame:
