@@ -115,13 +115,15 @@ class Busy:
 
 def busy(trials: Sequence[TrialRecord], finals: Sequence[FinalRecord], *, wall_s: float,
          finals_wall_s: float, gpus: int, warmup: int, warmup_time_s: float | None = None,
-         repeated_s: float = 0.0,
+         repeated_s: float = 0.0, batch: int = 1,
          label: str = "gpu") -> Busy:
     """The :class:`Busy` of a sweep that measured ``trials`` (its own, not those resumed)
     and ran ``finals`` (``FinalRecord``s, ``finals_wall_s`` of its wall) in ``wall_s`` on
     ``gpus`` GPUs, each trial warmed up with ``warmup`` launches (two where those took
     ``warmup_time_s``: :func:`~sweeper.core.warmup_turns`); ``repeated_s``: the
-    seconds its workers spent per problem on buffers and baselines."""
+    seconds its workers spent per problem on buffers and baselines; ``batch``: the
+    launches in each of the finalists' samples (``measure.batch``: a sample is one
+    launch's time, as a trial's, and a final's record keeps no batch of its own)."""
     timed = warm = 0.0
     parts = dict.fromkeys(PARTS, 0.0)
     for t in trials:
@@ -134,7 +136,8 @@ def busy(trials: Sequence[TrialRecord], finals: Sequence[FinalRecord], *, wall_s
             parts[what] += seconds.get(what, 0.0)
         parts["sampling overhead"] += max(0.0, seconds.get("sample", 0.0) +
                                           seconds.get("warmup", 0.0) - trial_timed - trial_warm)
-    in_finals = sum(sum(f.samples_ms) for final in finals for f in final.finalists) / 1e3
+    in_finals = sum(sum(f.samples_ms) for final in finals for f in final.finalists) * \
+        batch / 1e3
     parts["finals overhead"] = max(0.0, finals_wall_s * gpus - in_finals)
     parts["allocate and baseline"] = repeated_s
     accounted = timed + warm + in_finals + sum(parts.values())

@@ -59,6 +59,18 @@ def test_the_kernel_time_comes_from_the_samples_and_the_rest_is_named():
     assert kept["finals_wall_s"] == 1.0
 
 
+def test_a_final_s_batched_samples_count_every_launch():
+    """Under ``measure.batch`` a final's sample is one launch's time, as a trial's: ten
+    launches ran for each, so the finals' kernel time is ten times their sum, not their
+    sum (which left nine tenths of it in the finals' overhead)."""
+    final = FinalRecord(problem=ProblemKey("float32", 4), tied=[], winner=0, finalists=[
+        Finalist(number=0, samples_ms=[2.0] * 5, stats=summarize([2.0] * 5))])
+    trials = [measured(0, [2.0] * 5, batch=10, warmup=0.0, sample=0.1)]
+    got = busy(trials, [final], wall_s=1.0, finals_wall_s=0.5, gpus=1, warmup=0, batch=10)
+    assert got.timed_s == pytest.approx(0.1) and got.finals_s == pytest.approx(0.1)
+    assert got.parts["finals overhead"] == pytest.approx(0.4)
+
+
 def test_the_kept_figures_are_worded_as_the_run_worded_them():
     """study.json keeps the figures with its keys sorted; the report's line read from them
     is the run's own line, word for word: the parts in the run's order, and each number
