@@ -628,3 +628,16 @@ def test_gb_per_joule_only_where_the_power_reading_is_the_trial_s_own(tmp_path):
     assert "GB/J is not given for 1 trial: each sampled for less than the 1 s NVML " \
            "averages board power over" in md
     assert "| GB/J |" in next(x for x in md.splitlines() if x.startswith("| problem | rank"))
+
+
+def test_a_finalist_that_left_the_final_early_is_named_with_its_samples(tmp_path):
+    """After each round a finalist neither tied with the fastest nor close to it leaves:
+    its median in the finals' table is of one round's samples, not of "5 rounds × 10
+    samples each", and the sentence over the table says so."""
+    rows = [Finalist(number=n, samples_ms=[m] * k, stats=summarize([m] * k), gbps=2.0 / m)
+            for n, m, k in ((1, 0.0049, 50), (4, 0.0050, 50), (2, 0.0090, 10))]
+    early = FinalRecord(problem=ProblemKey("float32", 1 << 30), finalists=rows, tied=[1],
+                        winner=1, rounds=5, samples_per_round=10)
+    md = write_report(copy_study(tmp_path, [early]), draw=False).markdown.read_text()
+    assert "winner #1, 0 other(s) tied within noise; 5 rounds × 10 samples each; left " \
+           "after fewer rounds, their medians of fewer samples: #2 (10 of 50)." in md

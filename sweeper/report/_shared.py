@@ -147,9 +147,16 @@ def unfinished(problem: str) -> str:
 
 
 def final_text(final: FinalRecord) -> str:
-    """A final's winner and how it was found, after ``winner`` (and the GPU)."""
+    """A final's winner and how it was found, after ``winner`` (and the GPU): the rounds,
+    and the finalists that left before the last (neither tied with the fastest nor close
+    to it after a round), whose medians in the table below are of fewer samples."""
+    most = max(len(f.samples_ms) for f in final.finalists)
+    left = [f"#{f.number} ({len(f.samples_ms)} of {most})" for f in final.finalists
+            if len(f.samples_ms) < most]
     return (f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
-            f"{final.rounds} rounds × {final.samples_per_round} samples each")
+            f"{final.rounds} rounds × {final.samples_per_round} samples each"
+            + (f"; left after fewer rounds, their medians of fewer samples: "
+               f"{', '.join(left)}" if left else ""))
 
 
 def final_against(final: FinalRecord, quote: Callable[[str], str] = str) -> str:
