@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 #: What the rest of the time went to, in the order shown.
 PARTS = ("compile", "verify", "randomize", "cool-down", "load", "sampling overhead",
          "finals overhead", "allocate and baseline", "coordinator and idle")
+#: Decimals of a second :meth:`Busy.to_json` keeps.
+KEPT = 6
 
 
 @dataclass(frozen=True)
@@ -87,33 +89,41 @@ class Busy:
     @classmethod
     def from_json(cls, kept: dict[str, Any]) -> Busy:
         """The :class:`Busy` that :meth:`to_json` kept (``study.json``'s last run), so the
-        report words it as the run's own line does."""
+        report words it as the run's own line does: its parts in :data:`PARTS`' order
+        (``study.json`` is written with its keys sorted)."""
+        parts = dict(kept.get("parts", {}))
+        ordered = {k: parts.pop(k) for k in PARTS if k in parts}
         return cls(wall_s=kept.get("wall_s", 0.0), gpus=kept.get("gpus", 1),
                    timed_s=kept.get("timed_s", 0.0), warmup_s=kept.get("warmup_s", 0.0),
-                   finals_s=kept.get("finals_s", 0.0), parts=dict(kept.get("parts", {})),
+                   finals_s=kept.get("finals_s", 0.0), parts={**ordered, **parts},
                    label=kept.get("label", "gpu"), finals_wall_s=kept.get("finals_wall_s", 0.0),
                    kept_shares=(kept.get("share", 0.0),
                                 kept.get("trials_share", kept.get("share", 0.0))))
 
     def to_json(self) -> dict[str, Any]:
-        """As ``study.json``'s last run and ``report.json`` keep it."""
-        return {"label": self.label, "share": self.share, "wall_s": round(self.wall_s, 3),
-                "gpus": self.gpus, "timed_s": round(self.timed_s, 3),
-                "warmup_s": round(self.warmup_s, 3), "finals_s": round(self.finals_s, 3),
-                "finals_wall_s": round(self.finals_wall_s, 3),
+        """As ``study.json``'s last run and ``report.json`` keep it: seconds to the
+        microsecond, so that the report's line, which says them to a hundredth or a tenth,
+        rounds them once, as the run's line did (kept to the millisecond, 0.3554 s became
+        0.355 s and read 0.35 where the run had said 0.36)."""
+        return {"label": self.label, "share": self.share, "wall_s": round(self.wall_s, KEPT),
+                "gpus": self.gpus, "timed_s": round(self.timed_s, KEPT),
+                "warmup_s": round(self.warmup_s, KEPT), "finals_s": round(self.finals_s, KEPT),
+                "finals_wall_s": round(self.finals_wall_s, KEPT),
                 "trials_share": self.trials_share,
-                "parts": {k: round(v, 3) for k, v in self.parts.items()}}
+                "parts": {k: round(v, KEPT) for k, v in self.parts.items()}}
 
 
 def busy(trials: Sequence[TrialRecord], finals: Sequence[FinalRecord], *, wall_s: float,
          finals_wall_s: float, gpus: int, warmup: int, warmup_time_s: float | None = None,
-         repeated_s: float = 0.0,
+         repeated_s: float = 0.0, batch: int = 1,
          label: str = "gpu") -> Busy:
     """The :class:`Busy` of a sweep that measured ``trials`` (its own, not those resumed)
     and ran ``finals`` (``FinalRecord``s, ``finals_wall_s`` of its wall) in ``wall_s`` on
     ``gpus`` GPUs, each trial warmed up with ``warmup`` launches (two where those took
     ``warmup_time_s``: :func:`~sweeper.core.warmup_turns`); ``repeated_s``: the
-    seconds its workers spent per problem on buffers and baselines."""
+    seconds its workers spent per problem on buffers and baselines; ``batch``: the
+    launches in each of the finalists' samples (``measure.batch``: a sample is one
+    launch's time, as a trial's, and a final's record keeps no batch of its own)."""
     timed = warm = 0.0
     parts = dict.fromkeys(PARTS, 0.0)
     for t in trials:
@@ -126,7 +136,8 @@ def busy(trials: Sequence[TrialRecord], finals: Sequence[FinalRecord], *, wall_s
             parts[what] += seconds.get(what, 0.0)
         parts["sampling overhead"] += max(0.0, seconds.get("sample", 0.0) +
                                           seconds.get("warmup", 0.0) - trial_timed - trial_warm)
-    in_finals = sum(sum(f.samples_ms) for final in finals for f in final.finalists) / 1e3
+    in_finals = sum(sum(f.samples_ms) for final in finals for f in final.finalists) * \
+        batch / 1e3
     parts["finals overhead"] = max(0.0, finals_wall_s * gpus - in_finals)
     parts["allocate and baseline"] = repeated_s
     accounted = timed + warm + in_finals + sum(parts.values())

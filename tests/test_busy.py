@@ -59,6 +59,32 @@ def test_the_kernel_time_comes_from_the_samples_and_the_rest_is_named():
     assert kept["finals_wall_s"] == 1.0
 
 
+def test_a_final_s_batched_samples_count_every_launch():
+    """Under ``measure.batch`` a final's sample is one launch's time, as a trial's: ten
+    launches ran for each, so the finals' kernel time is ten times their sum, not their
+    sum (which left nine tenths of it in the finals' overhead)."""
+    final = FinalRecord(problem=ProblemKey("float32", 4), tied=[], winner=0, finalists=[
+        Finalist(number=0, samples_ms=[2.0] * 5, stats=summarize([2.0] * 5))])
+    trials = [measured(0, [2.0] * 5, batch=10, warmup=0.0, sample=0.1)]
+    got = busy(trials, [final], wall_s=1.0, finals_wall_s=0.5, gpus=1, warmup=0, batch=10)
+    assert got.timed_s == pytest.approx(0.1) and got.finals_s == pytest.approx(0.1)
+    assert got.parts["finals overhead"] == pytest.approx(0.4)
+
+
+def test_the_kept_figures_are_worded_as_the_run_worded_them():
+    """study.json keeps the figures with its keys sorted; the report's line read from them
+    is the run's own line, word for word: the parts in the run's order, and each number
+    rounded once (0.3554 s kept as 0.355 read 0.35 where the run had said 0.36)."""
+    ran = Busy(wall_s=1.4071, gpus=1, timed_s=0.3554, warmup_s=0.1062, finals_s=0.4671,
+               finals_wall_s=0.5784, label="interpret",
+               parts={"compile": 0.2114, "finals overhead": 0.1113,
+                      "coordinator and idle": 0.0921})
+    kept = json.loads(json.dumps(ran.to_json(), sort_keys=True))
+    assert list(kept["parts"]) != list(ran.parts)             # as study.json has them
+    assert Busy.from_json(kept).line() == ran.line()
+    assert "timed launches 0.36 s" in ran.line()
+
+
 def test_two_gpus_count_twice_the_wall():
     trials = [measured(0, [1.0] * 10, warmup=0.0, sample=0.01)]
     one = busy(trials, [], wall_s=1.0, finals_wall_s=0.0, gpus=1, warmup=0)
@@ -87,16 +113,15 @@ def test_a_run_says_keeps_and_reports_how_busy_it_kept_the_device(write_space, t
         # said to a tenth of the unrounded figure (0.1500x kept as 0.15 reads 0.2)
         shown = float(line.split("without the finals' ")[1].split(" s")[0])
         assert abs(shown - kept["finals_wall_s"]) <= 0.05 + 1e-6, line
-        # (from the kept figures, each rounded to the millisecond: two in the numerator
-        # and two in the denominator, so a sweep of a tenth of a second without its finals
-        # moves the share by up to 0.02)
+        # (from the kept figures, each to the microsecond; the share is kept to four
+        # digits)
         without = kept["wall_s"] - kept["finals_wall_s"]
         assert kept["trials_share"] == pytest.approx(
-            (kept["timed_s"] + kept["warmup_s"]) / without, abs=max(0.01, 0.0021 / without))
+            (kept["timed_s"] + kept["warmup_s"]) / without, abs=1e-4)
     report = (tmp_path / "tiny-interpret" / "report.md").read_text()
     # the report words the kept figures as the run's line does (one wording, not two)
     assert f"| busy in the last run | {Busy.from_json(kept).line()} |" in report
-    assert Busy.from_json(kept).line().startswith(line.split(" of ")[0])    # as kept
+    assert Busy.from_json(kept).line() == line                            # as said
     again = Busy.from_json(kept)
     assert (again.share, again.trials_share) == (kept["share"], kept["trials_share"])
     assert json.loads((tmp_path / "tiny-interpret" / "report.json").read_text())[

@@ -168,6 +168,20 @@ def test_a_noisy_pair_within_the_threshold_stays_unclear():
     assert not result.separated and result.verdict is Verdict.UNCLEAR
 
 
+def test_overlapping_intervals_with_medians_apart_beyond_the_threshold_are_unclear():
+    """Medians 5 % apart, each within ±5 % noise: the intervals overlap, so no difference
+    is shown, and the gap is five times the threshold, so none is ruled out either: the
+    verdict is UNCLEAR, never SAME (the finals do not tie two such configs either)."""
+    a = [1.0 + 0.08 * (k - 10) / 10 for k in range(21)]            # ±4 % CI
+    b = [x * 1.05 for x in a]
+    result = compare_samples(a, b)
+    assert not result.separated and result.ratio == pytest.approx(1.05)
+    assert max(summarize(a).rel_ci, summarize(b).rel_ci) <= 0.05
+    assert result.verdict is Verdict.UNCLEAR
+    assert compare_samples(b, a).verdict is Verdict.UNCLEAR
+    assert compare_samples(a, b, threshold=0.06).verdict is Verdict.SAME
+
+
 def test_spearman():
     assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)

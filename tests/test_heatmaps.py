@@ -170,6 +170,22 @@ def test_a_map_none_of_whose_configs_was_measured_marks_why_and_names_its_trials
     assert blank.column_labels == ["sms", "2*sms\n=264"]
 
 
+def test_a_cell_without_a_number_says_why_as_the_report_counts_it():
+    """A config a replay's table lacks and one cut short once clearly slower are no
+    failures (the run and the report count them apart): their cells say ``missing`` and
+    ``abandoned``, never ``fail``."""
+    missing = record(1, "2*sms", 32, 1024, 0.0, TrialStatus.MISSING,
+                     "not in the replay table t.csv", 264)
+    abandoned = record(2, "sms", 64, 1024, 0.0, TrialStatus.ABANDONED, None)
+    crashed = record(3, "2*sms", 64, 1024, 0.0, TrialStatus.CRASHED, "boom", 264)
+    best = maps([record(0, "sms", 32, 1024, 100.0), missing, abandoned, crashed])[-1]
+    assert best.name == "float32_1GiB_cold_best"
+    text = cell_text(best)
+    assert (text.loc[32, "2*sms"], text.loc[64, "sms"], text.loc[64, "2*sms"]) == (
+        "missing", "abandoned", "fail")
+    assert text.loc[32, "sms"] == "100"
+
+
 def lone_records():
     return [record(0, "sms", 32, 256, 100.0), record(1, "sms", 32, 1024, 300.0)]
 

@@ -604,3 +604,40 @@ def test_report_json_writes_counts_as_whole_numbers_and_names_the_roles():
     assert rows == [{"role": "winner", "grid": 2, "outliers": 1, "median_ms": 1.0},
                     {"role": "tied", "grid": None, "outliers": 0, "median_ms": 2.5}]
     assert type(rows[0]["grid"]) is int and type(rows[0]["median_ms"]) is float
+
+
+def test_gb_per_joule_only_where_the_power_reading_is_the_trial_s_own(tmp_path):
+    """NVML's board power is a mean over the second before it is read: a trial that
+    sampled for 13 ms reads the trials before it (the committed H200 copy study's went
+    from 111 W to 240 W in the order they ran), so its GB/J is not given, and the report
+    says why; one that sampled for 2 s with polls inside is its own."""
+    import dataclasses
+
+    def powered(t, window_s, readings):
+        return dataclasses.replace(t, power_w=200.0, energy_j=200.0 * t.stats.median / 1e3,
+                                   energy_window_s=window_s, power_readings=readings)
+
+    short = powered(TRIALS[4], 0.013, 1)           # 400 GB/s: the sweep's best
+    long_ = powered(TRIALS[1], 2.0, 100)           # 300 GB/s, for 2 s
+    store = copy_study(tmp_path, records=[TRIALS[0], long_, TRIALS[2], TRIALS[3], short,
+                                          *TRIALS[5:], *BASE])
+    tables = study_tables(store)
+    gbj = tables.frame.set_index("number")["gb_per_j"]
+    assert np.isnan(gbj[4]) and gbj[1] == pytest.approx(300.0 / 200.0)
+    md = write_report(store, draw=False).markdown.read_text()
+    assert "GB/J is not given for 1 trial: each sampled for less than the 1 s NVML " \
+           "averages board power over" in md
+    assert "| GB/J |" in next(x for x in md.splitlines() if x.startswith("| problem | rank"))
+
+
+def test_a_finalist_that_left_the_final_early_is_named_with_its_samples(tmp_path):
+    """After each round a finalist neither tied with the fastest nor close to it leaves:
+    its median in the finals' table is of one round's samples, not of "5 rounds × 10
+    samples each", and the sentence over the table says so."""
+    rows = [Finalist(number=n, samples_ms=[m] * k, stats=summarize([m] * k), gbps=2.0 / m)
+            for n, m, k in ((1, 0.0049, 50), (4, 0.0050, 50), (2, 0.0090, 10))]
+    early = FinalRecord(problem=ProblemKey("float32", 1 << 30), finalists=rows, tied=[1],
+                        winner=1, rounds=5, samples_per_round=10)
+    md = write_report(copy_study(tmp_path, [early]), draw=False).markdown.read_text()
+    assert "winner #1, 0 other(s) tied within noise; 5 rounds × 10 samples each; left " \
+           "after fewer rounds, their medians of fewer samples: #2 (10 of 50)." in md

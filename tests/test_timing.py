@@ -155,3 +155,47 @@ def test_workers_are_all_asked_to_end_before_any_is_waited_for():
     log.clear()
     Workers([_Ending("0")], wait_on_close=False).close()
     assert log == ["finish 0", "close 0 (not waited for)"]
+
+
+def _parts(line: str, step: str) -> tuple[float, list[float]]:
+    """A step of the ``time:`` line: its seconds and those of its parts in parentheses."""
+    import re
+
+    found = re.search(rf"(?:^|, ){step} ([\d.]+) s \(([^)]*)\)", line.split(": ", 2)[2])
+    assert found, line
+    inner = found.group(2).split(";")[0]          # the sweep's gpu busy share follows a ;
+    return float(found.group(1)), [float(p.rsplit(" ", 1)[1]) for p in inner.split(", ")]
+
+
+def test_the_time_line_s_parts_add_up_to_their_step(write_space, tmp_path, capsys,
+                                                    monkeypatch):
+    """Each step's parts add up to the step, to their rounding: the time the sweep takes
+    before its own clock starts (building it: 0.3 s of the README's H100 example) is its
+    start's, and the report's outside what it clocks (importing pandas: 0.5-0.7 s where
+    the sweep measured in this process) its imports'."""
+    import time
+
+    from sweeper.cli import main
+    from sweeper.engine import _run
+    from sweeper.sweep import Sweep
+
+    built, reported = Sweep.__init__, _run.report_study
+
+    def slow_build(self, *args, **kwargs):
+        time.sleep(0.4)
+        built(self, *args, **kwargs)
+
+    def slow_report(*args, **kwargs):
+        time.sleep(0.4)
+        return reported(*args, **kwargs)
+
+    monkeypatch.setattr(Sweep, "__init__", slow_build)
+    monkeypatch.setattr(_run, "report_study", slow_report)
+    path = write_space(SMALL_SPACE)
+    assert main(["run", str(path), "--device", "interpret", "--gpu-check", "off",
+                 "--studies-dir", str(tmp_path), "--quiet"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("time: "))
+    for step in ("sweep", "report"):
+        seconds, parts = _parts(line, step)
+        assert seconds >= 0.4
+        assert sum(parts) == pytest.approx(seconds, abs=0.05 * (len(parts) + 1)), line

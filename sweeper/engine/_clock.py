@@ -133,8 +133,8 @@ class RunClock:
         before = self.before_s or 0.0
         parts = [f"python start {before:.1f} s"] if self.before_s is not None else []
         for name, seconds in self.steps().items():
-            made_of = sweep_parts(summary) if name == "sweep" and summary is not None \
-                else self.parts.get(name)
+            made_of = sweep_parts(summary, seconds) if name == "sweep" and \
+                summary is not None else self.parts.get(name)
             parts.append(f"{name} {seconds:.1f} s" + ("" if made_of is None else f" ({made_of})"))
         estimated = f" (estimated {self.estimate_s:.0f} s)" if self.estimate_s is not None else ""
         return (f"time: {before + end - self.start:.1f} s in all{estimated}: "
@@ -160,15 +160,19 @@ class RunClock:
         return steps.get("space and device", 0.0) + steps.get("set-up", 0.0)
 
 
-def sweep_parts(summary: Any) -> str:
-    """The sweep's wall time split: its start (the journal read, the workers started, the
-    baselines), the trials, the finals, and what came after (the workers closed, the
-    drift check), and how busy it kept its GPUs."""
+def sweep_parts(summary: Any, step_s: float) -> str:
+    """The sweep's ``step_s`` of wall time split: its start (the sweep built, the journal
+    read, the workers started, the baselines), the trials, the finals, and what came after
+    (the workers closed, the drift check), and how busy it kept its GPUs.  The parts add
+    up to the step: its start is what the trials, the finals and what followed them leave
+    (the sweep's own clock, ``summary.wall_s``, starts once it is built: 0.3 s later on
+    the H100 of the README's example, which the parts then left out)."""
     timing, busy = summary.timing, summary.busy
     shown = f"; {busy.label} busy {100 * busy.share:.1f}%" if busy is not None else ""
     if timing is None:
         return f"finals {summary.finals_s:.1f} s{shown}"
     trials = timing.span_s - timing.setup_s
     after = summary.wall_s - timing.span_s - summary.finals_s
-    return (f"start {timing.setup_s:.1f}, trials {trials:.1f}, finals {summary.finals_s:.1f}, "
+    start = step_s - trials - summary.finals_s - after
+    return (f"start {start:.1f}, trials {trials:.1f}, finals {summary.finals_s:.1f}, "
             f"after {after:.1f}{shown}")

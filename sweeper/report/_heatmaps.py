@@ -35,6 +35,9 @@ What the maps promise a reader:
   :mod:`sweeper.drawn_maps`' rule, the one ``plan`` prices the report by.
 - Grid labels are wrapped at spaces to the cell width; one with a piece that still does
   not fit is drawn turned (``label_rotation``), so labels never run into each other.
+- A cell with no number says why: ``fail``, ``skip`` (ruled out), ``missing`` (not in a
+  replay's table) or ``abandoned`` (cut short, clearly slower), as the report counts them
+  (:data:`MARKS`).
 - A map with no number at all (every config in it failed or was ruled out) is computed
   but not drawn (``measured`` is false): an all-"fail" picture with a colour bar over
   nothing says less than the report's line about why nothing was measured.
@@ -69,6 +72,12 @@ from sweeper.winners import Pick
 CELL_CHARS = 16
 #: Meta values per line of a cell's text in a best-over-meta map.
 META_PER_LINE = 2
+#: The word a cell with no number shows, by its trial's status: a config ruled out before
+#: it ran, one a replay's table does not hold and one whose sampling was cut short once
+#: clearly slower than the best are none of them failures (the run's ``done:`` line and
+#: the report count them apart); every other status is the kernel's or the GPU's
+#: ``fail``.
+MARKS = {"invalid": "skip", "missing": "missing", "abandoned": "abandoned"}
 #: A cell whose median's 95 % CI is wider than ± this % of the median is marked: beyond
 #: it, two configs' medians cannot be told apart (``compare_samples``' ``max_noise``).
 WIDE_CI_PCT = 5.0
@@ -262,7 +271,7 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
     failed: dict[tuple[Any, Any], Any] = {}      # and its number
     for cell, state, n in zip(cells, status, number, strict=True):
         if state != "ok" and cell not in marks:
-            marks[cell], failed[cell] = "skip" if state == "invalid" else "fail", n
+            marks[cell], failed[cell] = MARKS.get(state, "fail"), n
     ok = np.flatnonzero(np.array(status, dtype=object) == "ok")
     rate = df[metric].to_numpy(dtype=float)
     # the best first (a stable sort, as the frame's: ties in the study's order), except

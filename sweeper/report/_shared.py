@@ -11,7 +11,13 @@ import pandas as pd
 
 from sweeper.core._units import counted
 from sweeper.report._provenance import shown_source
-from sweeper.report._tables import LABELS, baseline_rates, status_counts_text, unit
+from sweeper.report._tables import (
+    LABELS,
+    POWER_AVERAGED_S,
+    baseline_rates,
+    status_counts_text,
+    unit,
+)
 from sweeper.space import format_size, show_dims
 from sweeper.winners import UNFINISHED, unnamed_clause
 
@@ -141,9 +147,16 @@ def unfinished(problem: str) -> str:
 
 
 def final_text(final: FinalRecord) -> str:
-    """A final's winner and how it was found, after ``winner`` (and the GPU)."""
+    """A final's winner and how it was found, after ``winner`` (and the GPU): the rounds,
+    and the finalists that left before the last (neither tied with the fastest nor close
+    to it after a round), whose medians in the table below are of fewer samples."""
+    most = max(len(f.samples_ms) for f in final.finalists)
+    left = [f"#{f.number} ({len(f.samples_ms)} of {most})" for f in final.finalists
+            if len(f.samples_ms) < most]
     return (f"#{final.winner}, {len(final.tied) - 1} other(s) tied within noise; "
-            f"{final.rounds} rounds × {final.samples_per_round} samples each")
+            f"{final.rounds} rounds × {final.samples_per_round} samples each"
+            + (f"; left after fewer rounds, their medians of fewer samples: "
+               f"{', '.join(left)}" if left else ""))
 
 
 def final_against(final: FinalRecord, quote: Callable[[str], str] = str) -> str:
@@ -176,11 +189,16 @@ def best_table(tables: ReportTables) -> tuple[pd.DataFrame, dict[str, str]]:
 
 
 def best_intro(tables: ReportTables) -> str:
-    """What the best configs' numbers are: the sweep's, a finalist's median beside."""
+    """What the best configs' numbers are: the sweep's, a finalist's median beside; and
+    why trials with a power reading have no GB/J (:func:`._tables.power_of_its_own`)."""
+    unshown = tables.power["energy_not_shown"]
     return ("Medians, their ±CI % (half the 95% interval, in % of the median) and rates are "
             "the sweep's" + ("; \"final median ms\" is a finalist's median when re-measured "
                              "interleaved" if tables.best["final_median_ms"].notna().any()
-                             else "") + ".")
+                             else "") + "." +
+            (f" GB/J is not given for {counted(unshown, 'trial')}: each sampled for less than "
+             f"the {POWER_AVERAGED_S:g} s NVML averages board power over, so its power "
+             "reading was mostly of what ran before it." if unshown else ""))
 
 
 def baselines_table(tables: ReportTables) -> pd.DataFrame:

@@ -62,6 +62,21 @@ def trials_frame(trials: Sequence[TrialRecord], meta_names: Sequence[str],
     return df
 
 
+#: Seconds over which NVML's board power is a mean (``nvmlDeviceGetPowerUsage`` on Ampere
+#: and later GPUs, the A100 aside): a reading is of the second before it.
+POWER_AVERAGED_S = 1.0
+
+
+def power_of_its_own(t: TrialRecord) -> bool:
+    """Whether trial ``t``'s board power (its energy per launch: the mean power over its
+    sampling window × its median) is of the trial itself: it sampled for at least the
+    second NVML averages power over, and a poll fell in that window.  A shorter window
+    reads the trials before it: the committed H200 copy study's 17 trials, of 13 ms each,
+    read 111 W rising to 240 W in the order they ran whatever their configs, so its GB/J
+    ranked the configs by when they were measured."""
+    return t.energy_window_s >= POWER_AVERAGED_S and t.power_readings > 0
+
+
 def _trial_row(t: TrialRecord, meta_names: Sequence[str], dim_names: Sequence[str],
                ceilings: Ceilings | None, headline: Headline) -> dict[str, Any]:
     """:func:`trials_frame`'s row of trial ``t``, by column name."""
@@ -87,7 +102,7 @@ def _trial_row(t: TrialRecord, meta_names: Sequence[str], dim_names: Sequence[st
         "sm_mhz": (t.clocks.sm_mhz_mean if t.clocks else None) or np.nan,
         "capped": t.clocks.reasons.get(POWER_CAP, 0.0) if t.clocks else 0.0,
         "gb_per_j": (t.gbps * t.stats.median * 1e-3 / t.energy_j
-                     if t.energy_j and t.stats else np.nan),
+                     if t.energy_j and t.stats and power_of_its_own(t) else np.nan),
     }
     for name in meta_names:
         row[name] = (cfg.meta if cfg else {}).get(name, _number(t.choice.get(name, "")))
@@ -458,6 +473,8 @@ def power_summary(trials: Sequence[TrialRecord], meta: StudyMeta,
         "power_w_max": max(power) if power else None,
         "samples_discarded": sum(t.discarded for t in trials),
         "discard_reasons": dict(discarded.most_common()),
+        "energy_not_shown": sum(1 for t in trials
+                                if t.energy_j and t.stats and not power_of_its_own(t)),
     }
 
 

@@ -270,6 +270,7 @@ class Sweep:
                 summary.trials[summary.resumed:], summary.finals, wall_s=summary.wall_s,
                 finals_wall_s=summary.finals_s, gpus=len(run.workers.all),
                 warmup=self.measure.warmup, warmup_time_s=self.measure.warmup_time_s,
+                batch=self.measure.batch,
                 repeated_s=sum(sum(w.repeated.values()) for w in
                                (summary.timing.workers if summary.timing else [])),
                 label="gpu" if self.device.measures_gpu else self.device.name)
