@@ -801,7 +801,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
 
 def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: bool) -> float:
     """The wall ``binaries`` compiles add, each distinct binary compiled once: by the
-    compile processes while the GPU measures where the sampler walks a plan (started with
+    compile processes while the GPU measures where the sampler knows what comes next
+    (:func:`compiles_ahead`: a plan, or the kernel model ``auto`` follows; started with
     the sweep where ``shape.cold``: the first compile waited for, the rest hidden behind
     the trials as far as they last; else started once a trial
     compiled: the worker compiles for its first ``LAZY_POOL_S``, the pool the rest behind
