@@ -20,6 +20,7 @@ same cached launcher.
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from operator import itemgetter
@@ -166,6 +167,9 @@ class TunedKernel:
         return self._lookup(tuple(bound[k] for k in self.key), self._dtype(args, bound))
 
     def _lookup(self, shape: tuple[Any, ...], dtype: Any) -> TunedConfig:
+        # a numpy or other integral size counts as the int it is (a bool is no size)
+        shape = tuple(int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                      else v for v in shape)
         if not all(type(v) is int and v > 0 for v in shape):
             raise SweeperError(f"tuned_kernel {self.name}: key {list(self.key)} must be "
                                f"positive integers, got {list(shape)}")

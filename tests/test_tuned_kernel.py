@@ -4,6 +4,7 @@ shape, run through the Triton interpreter."""
 import json
 import warnings
 
+import numpy as np
 import pytest
 import torch
 import triton.language as tl
@@ -162,6 +163,13 @@ def test_misuse_is_one_line(tuning):
     k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(body)
     with pytest.raises(SweeperError, match=r"key \['n'\] must be positive integers, got \[0\]"):
         k(torch.zeros(1), torch.zeros(1), 0)
+    with pytest.raises(SweeperError, match=r"must be positive integers, got \[True\]"):
+        k.config(torch.zeros(1), torch.zeros(1), True)     # a bool is no size
+    # a numpy size is the int it holds (it was refused as "got [4096]")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert k.config(torch.zeros(1), torch.zeros(1), np.int64(4096)) == \
+            k.config(torch.zeros(1), torch.zeros(1), 4096)
 
 
 def _centre_rows(X, Y, stride, N, BLOCK_N: tl.constexpr):  # type: ignore[no-untyped-def]
