@@ -321,3 +321,28 @@ def test_two_studies_in_one_notebook_page_both_draw(tmp_path, browser):
     assert loaded.dom.count("<linearGradient ") == 1      # the first's overview map
     assert loaded.dom.count("<clipPath ") == 1            # the second's footprint curve
     not_blank(loaded.screenshot)
+
+
+#: Writes each trial row's status and class into the page.
+ROW_CLASSES = """<script>
+(function () {
+  var rows = document.querySelectorAll(".sweeper-report .sw-trials tbody tr");
+  document.body.setAttribute("data-test", JSON.stringify(Array.from(rows).map(function (r) {
+    return [r.children[0].textContent, r.className]; })));
+})();
+</script></body>"""
+
+
+def test_the_trial_table_tints_as_failed_only_the_trials_that_failed(tmp_path, browser):
+    """A config a replay's table lacks (``missing``) reads as not run, like one ruled out,
+    not as a failure (the heatmaps say ``missing``); a crashed one is tinted."""
+    records = [*TRIALS[:5],
+               record(6, "2*sms", 32, 1024, 0.0, TrialStatus.MISSING, "not in the table",
+                      264),
+               record(7, "2*sms", 64, 1024, 0.0, TrialStatus.CRASHED, "boom", 264), *BASE]
+    page = write_report(copy_study(tmp_path, records=records), draw=False).html
+    loaded = browser.load(driven(page, ROW_CLASSES), tmp_path / "rows.png")
+    assert loaded.console == []
+    classes = dict(seen(loaded))
+    assert classes == {"0": "", "1": "", "2": "", "3": "sw-failed", "4": "",
+                       "6": "sw-invalid", "7": "sw-failed"}, classes

@@ -327,7 +327,9 @@ function sweeperReport(rootId, script) {
       body.textContent = "";
       drawn.forEach(function (r) {
         var st = r[at.status];
-        var tr = el("tr", st === "ok" ? "" : st === "invalid" ? "sw-invalid" : "sw-failed", null, body);
+        // measured (cut short or not): plain; not run (ruled out, not in a replay's table): grey
+        var tr = el("tr", st === "ok" || st === "abandoned" ? "" :
+                    st === "invalid" || st === "missing" ? "sw-invalid" : "sw-failed", null, body);
         r.forEach(function (v, i) { el("td", cols[i] === "reason" ? "sw-reason" : "", fmt(v), tr); });
       });
     }
