@@ -274,9 +274,13 @@ def absent_line(trials: Sequence[TrialRecord]) -> str | None:
 def reason_line(t: TrialRecord) -> str:
     """``t``'s reason as the terminal shows it: its lines joined into one
     (:func:`~sweeper.errors.one_line`), at most ``REASON_CHARS``, a cut one ending in
-    ``…`` (report.md keeps it whole)."""
+    ``…`` after its last whole word where one ends in the limit's last quarter, else
+    mid-word (report.md keeps it whole)."""
     reason = one_line(t.reason or "") or "no reason recorded"
-    return cut(reason, REASON_CHARS, "…")
+    if len(reason) <= REASON_CHARS:
+        return reason
+    space = reason.rfind(" ", REASON_CHARS * 3 // 4, REASON_CHARS)
+    return cut(reason, REASON_CHARS, "…") if space < 0 else reason[:space] + " …"
 
 
 def _failure_text(t: TrialRecord) -> str:

@@ -991,8 +991,8 @@ def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, 
 
 def test_a_reason_is_cut_for_the_terminal_with_an_ellipsis():
     """The stop line and the failed line show a reason on one line (its lines joined), cut
-    at REASON_CHARS with an ellipsis, never mid-word without one (report.md keeps it
-    whole)."""
+    at REASON_CHARS with an ellipsis, after a whole word where one ends near the limit,
+    never mid-word without one (report.md keeps it whole)."""
     from sweeper.outcome import REASON_CHARS, reason_line
 
     def failed(reason):
@@ -1001,6 +1001,10 @@ def test_a_reason_is_cut_for_the_terminal_with_an_ellipsis():
     long = "InterpreterError: AttributeError(\"no attribute 'lod'\") (at k.py:20: " + "x" * 200
     cut = reason_line(failed(long + "\nsecond line"))
     assert len(cut) == REASON_CHARS and cut.endswith("…") and long.startswith(cut[:-1])
+    words = "CompilationError: copy.cu(2): catastrophic error: #error directive: VEC 2 is " \
+        "refused here | #error VEC 2 is refused here | compilation terminated."
+    assert reason_line(failed(words)) == words[:words.rindex(" ", 0, REASON_CHARS)] + " …"
+    assert len(reason_line(failed(words))) <= REASON_CHARS   # a word not cut in two
     assert reason_line(failed("short\nmore")) == "short more"
     assert reason_line(failed(None)) == "no reason recorded"
 
