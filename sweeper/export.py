@@ -30,7 +30,7 @@ from sweeper.errors import StaleTuningWarning, SweeperError, TuningWarning, user
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
-from sweeper.lookup import TunedConfig, current_gpu, describe, tuned
+from sweeper.lookup import RETUNE, TunedConfig, current_gpu, describe, tuned
 from sweeper.matching import gpu_model
 from sweeper.space import Expr, Problem, Space
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
@@ -169,8 +169,7 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
         return
     warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
                   "measured it; the winners written are those of that earlier source, and a "
-                  "lookup of them warns so: to tune its source as it is now, run its space "
-                  "into a new study (`sweeper run SPACE --study NEW`) and export that",
+                  f"lookup of them warns so: to tune its source as it is now, {RETUNE}",
                   StaleTuningWarning, stacklevel=user_stacklevel())
 
 

@@ -67,6 +67,13 @@ class TunedConfig(TuningEntry):
     candidates: tuple[Candidate, ...] = ()
 
 
+#: How to tune a kernel's source as it is now, for a warning that its winners are stale:
+#: a study of a space file, or of an ``@triton.autotune`` kernel brought in by name.
+RETUNE = ("run its space into a new study (`sweeper run SPACE --study NEW`, or `sweeper run "
+          "--from-autotune MODULE:KERNEL --study NEW` for an autotuned kernel) and export "
+          "that")
+
+
 def cache_problem(cache: object) -> str | None:
     """Why ``cache`` names no cache mode a lookup can ask for (what is allowed), or
     ``None``."""
@@ -387,8 +394,8 @@ def unfound(identity: str) -> str | None:
                 "they are, unchecked: run from the folder that holds it, or tune it again")
     return (f"module {module!r} no longer defines {attr!r}: renamed or removed since"
             f"{did_you_mean(attr, bound)}); they are used as they are, unchecked: to tune "
-            "the kernel as it is now, run a space naming it into a new study (`sweeper run "
-            "SPACE --study NEW`) and export that")
+            f"the kernel as it is now, {RETUNE}")
+
 
 
 def _unfound_text(path: str | Path, kernel: str, identity: str, study: str | None,
@@ -460,8 +467,7 @@ def _stale_text(path: str | Path, kernel: str, identity: str, tuned: str | None,
     when = f"tuned {date}, " if date else ""
     return (f"{path}: the winners of {kernel} were tuned for an earlier source of "
             f"{identity} ({when}study {study}); they are used as they are: to tune its "
-            "source as it is now, run its space into a new study (`sweeper run SPACE "
-            "--study NEW`) and export that")
+            f"source as it is now, {RETUNE}")
 
 
 def warn_for(config: TunedConfig, gpu: str, asked: Mapping[str, int | None],

@@ -683,8 +683,9 @@ def _renamed(source):
     ("undefined_scale", _renamed,
      r"module 'undefined_scale' no longer defines 'scale': renamed or removed since; did "
      r"you mean 'scale_v2'\?\); they are used as they are, unchecked: to tune the kernel as "
-     r"it is now, run a space naming it into a new study \(`sweeper run SPACE --study "
-     r"NEW`\) and export that$")])
+     r"it is now, run its space into a new study \(`sweeper run SPACE --study NEW`, or "
+     r"`sweeper run --from-autotune MODULE:KERNEL --study NEW` for an autotuned kernel\) "
+     r"and export that$")])
 def test_importing_the_module_warns_once_where_the_kernels_source_is_missing(
         tmp_path, monkeypatch, module, edit, why):
     """Imported where sweeper is installed but the kernel's module is nowhere on the path

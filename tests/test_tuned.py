@@ -309,7 +309,8 @@ ASKED = {"dtype": "float32", "footprint": 4096, "path": "tuning.json"}
 STALE = (r"tuning.json: the winners of scale were tuned for an earlier source of "
          r"edited_scale:scale \(tuned 20\d\d-\d\d-\d\d, study s-interpret\); they are used "
          r"as they are: to tune its source as it is now, run its space into a new study "
-         r"\(`sweeper run SPACE --study NEW`\) and export that$")
+         r"\(`sweeper run SPACE --study NEW`, or `sweeper run --from-autotune MODULE:KERNEL "
+         r"--study NEW` for an autotuned kernel\) and export that$")
 
 
 def test_an_entry_records_the_source_its_study_measured(edited_scale):
@@ -329,7 +330,8 @@ EXPORTED_STALE = (r"sweeper: warning: study s-interpret: the source of edited_sc
                   r"changed since the study measured it; the winners written are those of "
                   r"that earlier source, and a lookup of them warns so: to tune its source "
                   r"as it is now, run its space into a new study \(`sweeper run SPACE "
-                  r"--study NEW`\) and export that")
+                  r"--study NEW`, or `sweeper run --from-autotune MODULE:KERNEL --study NEW` "
+                  r"for an autotuned kernel\) and export that")
 
 
 @pytest.mark.parametrize("fmt", [(), ("--format", "triton", "-o", "tuned_scale.py")])
@@ -450,8 +452,9 @@ GONE = (r"is neither imported nor on the import path: renamed, or tuned in anoth
         r"or tune it again$")
 UNDEFINED = (r"no longer defines 'scale': renamed or removed since; did you mean "
              r"'scale_v2'\?\); they are used as they are, unchecked: to tune the kernel as it "
-             r"is now, run a space naming it into a new study \(`sweeper run SPACE --study "
-             r"NEW`\) and export that$")
+             r"is now, run its space into a new study \(`sweeper run SPACE --study NEW`, or "
+             r"`sweeper run --from-autotune MODULE:KERNEL --study NEW` for an autotuned "
+             r"kernel\) and export that$")
 
 
 @pytest.mark.parametrize("edit, why", [(_moved, GONE), (_renamed, UNDEFINED)])
