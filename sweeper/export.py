@@ -424,19 +424,19 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
 
 
 def _shrunk_of(meta: StudyMeta, recorded: Space | SweeperError | None
-               ) -> tuple[int | None, Space | None, tuple[Shrunk, ...]]:
-    """The cap on footprints the study's device measured under (the interpreter's;
-    ``None``: none), its recorded space (``recorded``, :func:`recorded_space`) as the run
-    had it, and each problem of that space the cap shrank
-    (:func:`~sweeper.space.shrunk_problems`; none where the space no longer reads)."""
+               ) -> tuple[Space | None, tuple[Shrunk, ...]]:
+    """The study's recorded space (``recorded``, :func:`recorded_space`) as the run had
+    it, and each problem of that space the cap on footprints its device measured under
+    (the interpreter's, :func:`_cap`) shrank (:func:`~sweeper.space.shrunk_problems`;
+    none where there was no cap or the space no longer reads)."""
     from sweeper.space import shrunk_problems
 
     env = meta.environment
     cap = _cap(meta)
     if cap is None:
-        return None, None, ()
+        return None, ()
     space = _space_as_run(meta, recorded)
-    return cap, space, () if space is None else shrunk_problems(
+    return space, () if space is None else shrunk_problems(
         space, {"sms": int(env.get("sms") or 1), "l2_bytes": int(env.get("l2_bytes") or 0)},
         cap)
 
@@ -492,7 +492,7 @@ def asked_of(meta: StudyMeta, recorded: Space | SweeperError | None
     measured), else ``None``; ``recorded``: the study's space (:func:`recorded_space`)."""
     from sweeper.core._problem import SizeError
 
-    _, space, shrunk = _shrunk_of(meta, recorded)
+    space, shrunk = _shrunk_of(meta, recorded)
     if space is None or not shrunk:
         return lambda t: None
     sizes = space.sizes
@@ -514,7 +514,7 @@ def _shrink_header(meta: StudyMeta) -> dict[str, Any]:
     cap = _cap(meta)
     if cap is None:
         return {}
-    _, _, shrunk = _shrunk_of(meta, recorded_space(meta))
+    _, shrunk = _shrunk_of(meta, recorded_space(meta))
     dtypes = len({s.dtype for s in shrunk}) > 1
     return {"max_footprint": cap,
             **({"shrunk": "; ".join(s.describe(dtypes) for s in shrunk)} if shrunk else {})}
