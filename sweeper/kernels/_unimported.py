@@ -526,14 +526,17 @@ class _Reader:
                     given[keyword.arg] = value
         stand_in = self.function(launch, launch=True)
         whole = self.keywords(call, values)
-        unchecked = None
-        if isinstance(whole, str) or stand_in is None or unread or len(call.args) > 1:
-            unchecked = whole if isinstance(whole, str) else \
-                "its keywords, which only running the module gives" if unread or \
-                len(call.args) > 1 else f"its launch {launch.name} at {self.where(launch)}, " \
-                "decorated by more than sweeper.kernel" if isinstance(launch, ast.FunctionDef) \
-                else f"its launch at {self.where(launch or call)}, which only running the " \
-                "module gives"
+        unchecked: str | None = None            # why it could not be checked as imported
+        if isinstance(whole, str):
+            unchecked = whole
+        elif unread or len(call.args) > 1:
+            unchecked = "its keywords, which only running the module gives"
+        elif stand_in is None and isinstance(launch, ast.FunctionDef):
+            unchecked = (f"its launch {launch.name} at {self.where(launch)}, decorated by "
+                         "more than sweeper.kernel")
+        elif stand_in is None:
+            unchecked = (f"its launch at {self.where(launch or call)}, which only running "
+                         "the module gives")
         else:
             Declaration(**whole).checked(stand_in)
         named = getattr(stand_in, "__name__", "<lambda>")
