@@ -397,7 +397,6 @@ def unfound(identity: str) -> str | None:
             f"the kernel as it is now, {RETUNE}")
 
 
-
 def _unfound_text(path: str | Path, kernel: str, identity: str, study: str | None,
                   why: str) -> str:
     """What a warning of a kernel source that cannot be found to compare says: where,
