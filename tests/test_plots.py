@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from benchmarks.plot_examples import COPY, MATMUL, combined_table
@@ -18,6 +19,7 @@ from sweeper.cli import main
 from sweeper.finals import Finalist, FinalRecord
 from sweeper.measure import summarize
 from sweeper.report import footprint_figure, roofline, roofline_figure, study_tables, write_report
+from sweeper.report._footprint import l2_footprint
 from sweeper.report._roofline import Winner
 from sweeper.space import Config, Problem, format_size, parse_size
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
@@ -167,6 +169,54 @@ def test_a_replayed_h200_copy_over_five_footprints(tmp_path):
                                                                 "every footprint")
     assert curve.bound is None and curve.ceiling.empty                # a replay has neither
     assert tables.roofline is None
+
+
+def _l2_line(curve):
+    """Where the footprint curve's picture and report.html draw the L2: (x, x)."""
+    from sweeper.report._html import _footprint_chart
+
+    ax = footprint_figure(curve).axes[0]
+    (line,) = [li for li in ax.get_lines() if li.get_label().startswith("L2 ")]
+    (vline,) = _footprint_chart(curve)["vlines"]
+    return line.get_xdata()[0], vline[0]
+
+
+def test_the_l2_line_stands_where_the_working_set_fills_the_l2_not_the_footprint(tmp_path):
+    # copy fp16 on the H200 (60 MiB L2) at 32 MiB to 2 GiB: a footprint is one array, a
+    # launch's working set two, so 32 MiB (64 MiB touched) does not fit in the L2
+    table, space = combined_table(tmp_path, ["h200-copy-fp16-32m.csv",
+                                             "h200-copy-fp16-512m.csv", "h200-copy-fp16.csv",
+                                             "h200-copy-fp16-2g.csv"],
+                                  ["32MiB", "512MiB", "1GiB", "2GiB"], "spaces/copy.yaml")
+    space.write_text(space.read_text().replace("dtype: [float32]", "dtype: [float16]"))
+    (curve,) = study_tables(replayed(table, space, tmp_path / "copy")).footprint
+    points = curve.points
+    assert list(points["working_set"]) == [2 * fp for fp in points["footprint"]]
+    assert curve.l2_bytes == 60 << 20 and curve.l2_footprint == 30 << 20
+    assert _l2_line(curve) == (30 << 20, 30 << 20)
+    # left of the line is what fits in the L2
+    assert list(points["footprint"] < curve.l2_footprint) == \
+        list(points["working_set"] <= curve.l2_bytes) == [False] * 4
+    assert "the 60MiB L2, at the footprint whose working set (the bytes a launch touches) " \
+        "fills it, 30MiB: left of it a problem fits in the L2" in curve.caption
+
+
+def test_the_l2_line_follows_the_recorded_working_set(tmp_path):
+    # an in-place kernel's launch touches its footprint alone: the L2 line is at the L2
+    in_place = three_footprints(tmp_path / "a").records()[0]
+    for r in in_place:
+        r.working_set = r.config.problem.footprint
+    (curve,) = study_tables(study(tmp_path, in_place, name="in-place")).footprint
+    assert curve.l2_footprint == L2 and _l2_line(curve) == (L2, L2)
+    # trials that recorded none (an older sweeper's) stand at the bytes a launch moves, the
+    # kernel's working set unless it says otherwise: a copy's two arrays
+    (curve,) = study_tables(three_footprints(tmp_path / "b")).footprint
+    assert list(curve.points["working_set"]) == [2 * fp for fp in curve.points["footprint"]]
+    assert curve.l2_footprint == L2 // 2 and _l2_line(curve) == (L2 // 2, L2 // 2)
+    # between two footprints whose ratio of working set to footprint differs, on log scales
+    points = pd.DataFrame({"footprint": [1 << 20, 4 << 20], "working_set": [1 << 20, 16 << 20]})
+    assert l2_footprint(points, 4 << 20) == pytest.approx(2 << 20)
+    assert l2_footprint(points, 0) == 0 and l2_footprint(points.assign(working_set=0), 8) == 0
 
 
 def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_path):

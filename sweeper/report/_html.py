@@ -206,8 +206,8 @@ def _footprint_chart(curve: FootprintCurve) -> dict[str, Any]:
             "xlog": True, "ylog": False, "series": series,
             "xticks": [[int(s), format_size(int(s))] for s in sizes],
             "hlines": [[curve.bound, curve.bound_label]] if curve.bound is not None else [],
-            "vlines": [[curve.l2_bytes, f"L2 {format_size(curve.l2_bytes)}"]]
-            if curve.l2_bytes else []}
+            "vlines": [[curve.l2_footprint, f"L2 {format_size(curve.l2_bytes)}"]]
+            if curve.l2_footprint else []}
 
 
 def _roofline_chart(roof: Roofline) -> dict[str, Any]:
