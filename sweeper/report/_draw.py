@@ -211,7 +211,8 @@ def roofline_figure(roof: Roofline) -> Any:
         _draw_roofs(ax, x, [r for r in roof.roofs if r.calibrated == kind_calibrated])
     for _, p in roof.points.iterrows():
         ax.scatter(p["intensity"], p["flop_s"] / 1e12, zorder=3)
-        ax.annotate(f"{p['kernel']} {p['problem']}\n{p['pct_roof']:.0f}% of roof",
+        above = f" ({p['above'].split(':', 1)[0]})" if p["above"] else ""
+        ax.annotate(f"{p['kernel']} {p['problem']}\n{p['pct_roof']:.0f}% of roof{above}",
                     (p["intensity"], p["flop_s"] / 1e12), textcoords="offset points",
                     xytext=(5, -12), fontsize=7)
     if roof.beside:
