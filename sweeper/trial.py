@@ -96,6 +96,10 @@ class TrialResult:
     stats: Stats | None = None
     gbps: float = 0.0                      # effective GB/s from the median
     gflops: float = 0.0                    # effective GFLOP/s from the median
+    #: bytes one launch touches (the kernel's ``working_set`` of its problem), which
+    #: decided its ``L2-resident`` flag and places the L2 on the report's footprint curve;
+    #: 0 where not counted (no samples taken, or a study an older sweeper wrote)
+    working_set: int = 0
     stop_reason: StopReason | None = None  # which rule ended sampling
     discarded: int = 0                     # samples thrown away while throttled
     discard_reasons: list[str] = field(default_factory=list)
@@ -215,6 +219,7 @@ def _result(kernel: Kernel, sets: Sequence[Buffers], config: Config, device: Dev
         cold_s=cold_s, samples_ms=timing.samples, stats=stats,
         gbps=throughput(kernel.bytes_moved(problem), seconds) / 1e9,
         gflops=throughput(kernel.flops(problem), seconds) / 1e9,
+        working_set=int(kernel.working_set(problem)),
         stop_reason=timing.stop_reason, discarded=timing.discarded,
         discard_reasons=timing.discard_reasons,
         state={k: v.to_dict() for k, v in (("start", measured.start), ("end", measured.end))
@@ -225,8 +230,8 @@ def _result(kernel: Kernel, sets: Sequence[Buffers], config: Config, device: Dev
         batch=measured.batch, graph=measured.graph,
         clocks=measured.window,
         duty=duty.describe() if duty else "")
-    result.flags = _flags(kernel, problem, config, device, stats, timing, measure, len(sets),
-                          l2_bytes, measured.window)
+    result.flags = _flags(result.working_set, config, device, stats, timing, measure,
+                          len(sets), l2_bytes, measured.window)
     if timing.abandoned:
         expected = measure.repeat if measure.stop == "fixed" else measure.min_samples
         result.saved_ms = max(0, expected - len(timing.samples)) * stats.median * measure.batch
@@ -279,13 +284,13 @@ def verdict(kernel: Kernel, buffers: Buffers) -> str | None:
     return wrong
 
 
-def _flags(kernel: Kernel, problem: Any, config: Config, device: Device, stats: Stats,
-           timing: Any, measure: MeasureSpec, sets: int, l2_bytes: int,
+def _flags(working_set: int, config: Config, device: Device, stats: Stats, timing: Any,
+           measure: MeasureSpec, sets: int, l2_bytes: int,
            clocks: Window | None) -> list[TrialFlag]:
     flags = []
     if not timing.converged:
         flags.append(TrialFlag(Flag.UNCONVERGED, "unconverged"))
-    if l2_bytes and kernel.working_set(problem) <= l2_bytes:
+    if l2_bytes and working_set <= l2_bytes:
         rotated = f", rotating {sets} buffer sets" if sets > 1 else ""
         flags.append(TrialFlag(Flag.L2_RESIDENT, f"L2-resident ({config.cache}{rotated})"))
     floor = device.launch_floor_ms()

@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from benchmarks.plot_examples import COPY, MATMUL, combined_table
@@ -18,6 +19,8 @@ from sweeper.cli import main
 from sweeper.finals import Finalist, FinalRecord
 from sweeper.measure import summarize
 from sweeper.report import footprint_figure, roofline, roofline_figure, study_tables, write_report
+from sweeper.report._footprint import l2_footprint
+from sweeper.report._html import _footprint_chart, _roofline_chart
 from sweeper.report._roofline import Winner
 from sweeper.space import Config, Problem, format_size, parse_size
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
@@ -125,6 +128,9 @@ def test_a_footprint_curve_gives_each_problems_choice_its_ci_and_the_references(
     assert {p.name for p in files.images} >= {"footprint_float32.png", "footprint_float32.svg"}
     md = files.markdown.read_text()
     assert "## Footprint curves" in md
+    assert "copy bandwidth measured at the trial's own footprint and cache mode, a " \
+        "measurement, not a physical limit: a kernel faster than torch's copy_ reads above " \
+        "100" in md
     assert "![footprint_float32](heatmaps/footprint_float32.png)" in md
     data = json.loads(files.json.read_text())["footprint_curves"][0]
     assert [p["rate"] for p in data["points"]] == pytest.approx(list(points["rate"]))
@@ -167,6 +173,52 @@ def test_a_replayed_h200_copy_over_five_footprints(tmp_path):
                                                                 "every footprint")
     assert curve.bound is None and curve.ceiling.empty                # a replay has neither
     assert tables.roofline is None
+
+
+def _l2_line(curve):
+    """Where the footprint curve's picture and report.html draw the L2: (x, x)."""
+    ax = footprint_figure(curve).axes[0]
+    (line,) = [li for li in ax.get_lines() if li.get_label().startswith("L2 ")]
+    (vline,) = _footprint_chart(curve)["vlines"]
+    return line.get_xdata()[0], vline[0]
+
+
+def test_the_l2_line_stands_where_the_working_set_fills_the_l2_not_the_footprint(tmp_path):
+    # copy fp16 on the H200 (60 MiB L2) at 32 MiB to 2 GiB: a footprint is one array, a
+    # launch's working set two, so 32 MiB (64 MiB touched) does not fit in the L2
+    table, space = combined_table(tmp_path, ["h200-copy-fp16-32m.csv",
+                                             "h200-copy-fp16-512m.csv", "h200-copy-fp16.csv",
+                                             "h200-copy-fp16-2g.csv"],
+                                  ["32MiB", "512MiB", "1GiB", "2GiB"], "spaces/copy.yaml")
+    space.write_text(space.read_text().replace("dtype: [float32]", "dtype: [float16]"))
+    (curve,) = study_tables(replayed(table, space, tmp_path / "copy")).footprint
+    points = curve.points
+    assert list(points["working_set"]) == [2 * fp for fp in points["footprint"]]
+    assert curve.l2_bytes == 60 << 20 and curve.l2_footprint == 30 << 20
+    assert _l2_line(curve) == (30 << 20, 30 << 20)
+    # left of the line is what fits in the L2
+    assert list(points["footprint"] < curve.l2_footprint) == \
+        list(points["working_set"] <= curve.l2_bytes) == [False] * 4
+    assert "the 60MiB L2, at the footprint whose working set (the bytes a launch touches) " \
+        "fills it, 30MiB: left of it a problem fits in the L2" in curve.caption
+
+
+def test_the_l2_line_follows_the_recorded_working_set(tmp_path):
+    # an in-place kernel's launch touches its footprint alone: the L2 line is at the L2
+    in_place = three_footprints(tmp_path / "a").records()[0]
+    for r in in_place:
+        r.working_set = r.config.problem.footprint
+    (curve,) = study_tables(study(tmp_path, in_place, name="in-place")).footprint
+    assert curve.l2_footprint == L2 and _l2_line(curve) == (L2, L2)
+    # trials that recorded none (an older sweeper's) stand at the bytes a launch moves, the
+    # kernel's working set unless it says otherwise: a copy's two arrays
+    (curve,) = study_tables(three_footprints(tmp_path / "b")).footprint
+    assert list(curve.points["working_set"]) == [2 * fp for fp in curve.points["footprint"]]
+    assert curve.l2_footprint == L2 // 2 and _l2_line(curve) == (L2 // 2, L2 // 2)
+    # between two footprints whose ratio of working set to footprint differs, on log scales
+    points = pd.DataFrame({"footprint": [1 << 20, 4 << 20], "working_set": [1 << 20, 16 << 20]})
+    assert l2_footprint(points, 4 << 20) == pytest.approx(2 << 20)
+    assert l2_footprint(points, 0) == 0 and l2_footprint(points.assign(working_set=0), 8) == 0
 
 
 def test_a_tflops_curve_is_held_against_the_matmul_ceiling_and_flop_bound(tmp_path):
@@ -244,7 +296,12 @@ def test_roofline_points_and_roofs_from_ceilings_and_bounds():
     assert add["pct_physical"] == pytest.approx(100 * (3 << 30) / 1e-3 / 5000e9)
     assert mm32["roof"] == "compute: float32 matmul 400 TFLOP/s (as tfloat32)"
     assert roof.beside == ["copy float32 1GiB cold (#0, s): 0 FLOP, 3579 GB/s, 89.5% of the "
-                           "memory roof (DRAM copy 4000 GB/s)"]
+                           "memory roof (DRAM copy 4000 GB/s), 71.6% of the physical bound "
+                           "(DRAM bound 5000 GB/s)"]
+    assert list(roof.points["above"]) == ["", "", ""]                 # none passes 100 %
+    assert roof.roofs[0].source == ("torch copy_'s bandwidth, cold, at its largest footprint, "
+                                    "measured by sweeper calibrate, test")
+    assert roof.roofs[1].source == "a physical bound, from test"
     fig = roofline_figure(roof)
     ax = fig.axes[0]
     assert ax.get_xscale() == ax.get_yscale() == "log" and len(fig.axes) == 2    # + the list
@@ -253,6 +310,59 @@ def test_roofline_points_and_roofs_from_ceilings_and_bounds():
     assert "bfloat16 bound 1000 TFLOP/s" in labels
     assert " ".join(ax.get_title().split()).endswith("; dashed: physical bounds")
     assert roof.key == "solid: measured by sweeper calibrate, test; dashed: physical bounds"
+
+
+def test_a_share_above_100_percent_of_a_roof_says_why_wherever_it_is_shown(tmp_path):
+    def w(kernel, flops, nbytes, ms):
+        return Winner("s", kernel, "bfloat16", f"bfloat16 {kernel}", 7, flops, nbytes, ms * 1e-3)
+    # above the measured roofs, under the physical ones: faster than torch, as kernels may be
+    fast = [w("matmul", 2 * 4096 ** 3, 3 * (32 << 20), 0.16), w("copy", 0, 2 << 30, 0.5)]
+    roof = roofline(GPU, fast, CEILINGS, BOUNDS, "sweeper calibrate, test")
+    point = roof.points.iloc[0]
+    assert point["pct_roof"] == pytest.approx(107.4, abs=0.1) and point["pct_physical"] < 100
+    measured = "above the measured roof: the roof is a measurement ({}), not a physical limit"
+    assert point["above"] == measured.format(
+        "torch.matmul's rate at 8192³ on bfloat16, measured by sweeper calibrate, test")
+    assert roof.beside == ["copy bfloat16 copy (#7, s): 0 FLOP, 4295 GB/s, 107.4% of the memory "
+                           "roof (DRAM copy 4000 GB/s), 85.9% of the physical bound (DRAM bound "
+                           "5000 GB/s): " + measured.format(
+                               "torch copy_'s bandwidth, cold, at its largest footprint, "
+                               "measured by sweeper calibrate, test")]
+    # ... in the picture, the command's lines (beside), report.html's hover and report.md
+    labels = [t.get_text() for t in roofline_figure(roof).axes[0].texts]
+    assert "matmul bfloat16 matmul\n107% of roof (above the measured roof)" in labels
+    chart = _roofline_chart(roof)
+    assert chart["series"][0]["points"][0][5].endswith("% of the roof (compute: bfloat16 matmul "
+                                                       "800 TFLOP/s): " + point["above"])
+    assert chart["caption"].startswith("solid: measured by sweeper calibrate, test; dashed: ")
+    assert chart["series"][1]["points"][0][5] == "DRAM copy 4000 GB/s: " + roof.roofs[0].source
+    # above a physical bound, only by what the bound check allows, or beyond it
+    big_l2 = Bounds(gpu=GPU, l2_bytes=1 << 30, dram=BOUNDS.dram, flops=BOUNDS.flops)
+    for bounds, ms, said in (
+            (big_l2, 0.3, "above the DRAM bound: up to 2× the 1GiB L2 of a launch's traffic "
+                          "need not pass through DRAM, as the bound check allows"),
+            (BOUNDS, 0.418, "above the physical bound: by less than the 5% the bound check "
+                            "allows for the timer's resolution and clock jitter"),
+            (BOUNDS, 0.3, "beyond the physical bound: the bound check fails a trial this "
+                          "fast as impossible, so this median was not checked against it")):
+        add = Winner("s", "add", "float32", "float32 add", 1, 1 << 28, 2 << 30, ms * 1e-3)
+        point = roofline(GPU, [add], None, bounds).points.iloc[0]
+        assert point["pct_roof"] == point["pct_physical"] > 100 and point["above"] == said
+        line = roofline(GPU, [add._replace(flops=0)], None, bounds).beside[0]
+        assert line.endswith("% of the memory roof (DRAM bound 5000 GB/s): " + said)
+    # report.md says what each roof is and why a share passes 100 %
+    table, space = combined_table(tmp_path, *MATMUL)
+    store = replayed(table, space, tmp_path / "mm")
+    store.update_meta(ceilings=Ceilings(**{**CEILINGS.to_json(),
+                                           "matmul": {"bfloat16": 700.0}}).to_json(),
+                      bounds=BOUNDS.to_json())
+    md = write_report(store, draw=False).markdown.read_text()
+    assert "bfloat16 matmul 700 TFLOP/s (torch.matmul's rate at 8192³ on bfloat16, measured " \
+        "by sweeper calibrate, 2026-01-01T00:00:00+00:00)" in md
+    assert "DRAM bound 5000 GB/s (a physical bound, from test)" in md
+    assert "| above 100% |" in md and "| " + measured.format(
+        "torch.matmul's rate at 8192³ on bfloat16, measured by sweeper calibrate, "
+        "2026-01-01T00:00:00+00:00") + " |" in md
 
 
 def test_roofline_with_bounds_only_and_its_refusal_without_either():
@@ -310,8 +420,11 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
                       "GB/s; bfloat16 matmul 800 TFLOP/s")          # no dashed roof claimed
     assert out[1].startswith("matmul bfloat16 M=4096 N=4096 K=4096 cold (#4, matmul): 1365 FLOP/B, "
                              "746.8 TFLOP/s, 93.")
-    assert out[2].startswith("copy float32 1GiB cold (#") and "0 FLOP, 4256 GB/s, 101.3% of " \
-        "the memory roof (DRAM copy 4200 GB/s)" in out[2]
+    assert out[2].startswith("copy float32 1GiB cold (#") and out[2].endswith(
+        "0 FLOP, 4256 GB/s, 101.3% of the memory roof (DRAM copy 4200 GB/s): above the "
+        "measured roof: the roof is a measurement (torch copy_'s bandwidth, cold, at its "
+        "largest footprint, measured by sweeper calibrate, 2026-01-01T00:00:00+00:00, from the "
+        "ceilings cache), not a physical limit")
     assert out[3:] == [f"wrote {d / 'roofline.png'}", f"wrote {d / 'roofline.svg'}"]
     assert (d / "roofline.png").stat().st_size > 1000
     # named studies, one file in the format its suffix names

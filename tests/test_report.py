@@ -263,6 +263,8 @@ def test_a_matmul_report_leads_with_tflops_and_the_matmul_ceiling(tmp_path):
     assert "| TFLOP/s | % of ceiling |" in best_header   # replays: no torch, no % of it
     assert "GB/s" not in best_header
     assert "divides TFLOP/s by the torch.matmul rate" in md
+    assert "a measurement, not a physical limit: a kernel faster than torch's reads above " \
+           "100" in md
     assert f"at {tflops:.4g} TFLOP/s (no interleaved final)" in md
     # the problem by its dimensions and what a launch moves (A, B and C), not A's bytes
     assert "| problems (dtype, size, bytes a launch moves) | bfloat16 M=4096 N=4096 " \

@@ -56,7 +56,8 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     for _, p in roof.points.iterrows():
         print(f"{p['kernel']} {p['problem']} (#{p['number']}, {p['study']}): "
               f"{p['intensity']:.4g} FLOP/B, {p['flop_s'] / 1e12:.4g} TFLOP/s, "
-              f"{p['pct_roof']:.1f}% of the roof ({p['roof']})")
+              f"{p['pct_roof']:.1f}% of the roof ({p['roof']})"
+              + (f": {p['above']}" if p["above"] else ""))
     for line in roof.beside:
         print(line)
     for path in draw_roofline(roof, paths):

@@ -180,15 +180,15 @@ def footprint_figure(curve: FootprintCurve) -> Any:
     if curve.bound is not None:
         ax.axhline(curve.bound, linestyle="--", color="tab:red", linewidth=1,
                    label=curve.bound_label)
-    if curve.l2_bytes:
-        ax.axvline(curve.l2_bytes, color="grey", linewidth=1,
-                   label=f"L2 {format_size(curve.l2_bytes)}")
+    if curve.l2_footprint:
+        ax.axvline(curve.l2_footprint, color="grey", linewidth=1,
+                   label=f"L2 {format_size(curve.l2_bytes)}: left of it, the working set fits")
     ax.set_xscale("log", base=2)
     ticks = sorted(curve.points["footprint"].unique())
     ax.set_xticks(ticks, [format_size(int(t)) for t in ticks], fontsize=8)
     ax.minorticks_off()
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("footprint (bytes of the problem, log2 scale)")
+    ax.set_xlabel("footprint (the bytes a problem is named by, log2 scale)")
     ax.set_ylabel(LABELS.get(curve.metric, curve.metric))
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3)
@@ -211,7 +211,8 @@ def roofline_figure(roof: Roofline) -> Any:
         _draw_roofs(ax, x, [r for r in roof.roofs if r.calibrated == kind_calibrated])
     for _, p in roof.points.iterrows():
         ax.scatter(p["intensity"], p["flop_s"] / 1e12, zorder=3)
-        ax.annotate(f"{p['kernel']} {p['problem']}\n{p['pct_roof']:.0f}% of roof",
+        above = f" ({p['above'].split(':', 1)[0]})" if p["above"] else ""
+        ax.annotate(f"{p['kernel']} {p['problem']}\n{p['pct_roof']:.0f}% of roof{above}",
                     (p["intensity"], p["flop_s"] / 1e12), textcoords="offset points",
                     xytext=(5, -12), fontsize=7)
     if roof.beside:

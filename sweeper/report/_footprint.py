@@ -12,28 +12,34 @@ What a curve promises a reader:
   ``copy_`` as ``sweeper calibrate`` measured it at each footprint and cache mode (a
   GB/s curve) or ``torch.matmul`` at 8192³ on the dtype (a TFLOP/s curve), and the
   physical bound (DRAM, or the dtype's FLOP/s) where the device could derive it.
-- The L2 size is marked on the footprint axis: below it a warm problem can be served
-  from the L2, so its rate says little about device memory.
+- The L2 is marked where a launch's working set (the bytes it touches, the kernel's
+  ``working_set``, recorded with each trial) reaches the L2 size, which is not where the
+  footprint does: a copy's footprint is one array and its working set two.  Left of the
+  line a problem's working set fits in the L2 (its trials on a GPU are flagged
+  L2-resident), so its rate says little about device memory.
 - A dtype whose measured problems span fewer than two footprints has no curve (a line
   needs two points); the report then draws nothing and says nothing about it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from sweeper.bounds import Bounds
 from sweeper.ceilings import Ceilings
+from sweeper.report._provenance import approx_size
 from sweeper.report._tables import LABELS, PROBLEM_ORDER, at_median, problem_key, unit, value_label
 from sweeper.space import format_size
 from sweeper.winners import Pick
 
 #: Columns of :attr:`FootprintCurve.points`.
 POINT_COLUMNS = ["problem", "footprint", "cache", "number", "median_ms", "median_from",
-                 "rate", "lo", "hi"]
+                 "rate", "lo", "hi", "working_set"]
 #: Columns of :attr:`FootprintCurve.trace` and :attr:`FootprintCurve.ceiling`.
 REFERENCE_COLUMNS = ["footprint", "cache", "rate"]
 
@@ -51,6 +57,7 @@ class FootprintCurve(NamedTuple):
     ceiling: pd.DataFrame      # footprint, cache, rate: the calibrated reference
     ceiling_label: str         # what the reference is ("" when none)
     l2_bytes: int              # 0 when unknown
+    l2_footprint: float        # the footprint whose working set is the L2 (0 when unknown)
     bound: float | None        # the physical bound, in the curve's unit
     bound_label: str
     caption: str
@@ -78,14 +85,17 @@ def footprint_curves(df: pd.DataFrame, picks: Sequence[Pick], metric: str, *, ke
             title=f"{kernel} · {dtype} · {gpu} · {unit(metric)} against footprint",
             metric=metric, points=sub, trace=trace,
             trace_label=trace_label, ceiling=ceiling, ceiling_label=ceiling_label,
-            l2_bytes=l2_bytes, bound=bound, bound_label=bound_label, caption="")
+            l2_bytes=l2_bytes, l2_footprint=l2_footprint(sub, l2_bytes), bound=bound,
+            bound_label=bound_label, caption="")
         out.append(curve._replace(caption=caption(curve)))
     return out
 
 
 def chosen_points(df: pd.DataFrame, picks: Sequence[Pick], metric: str) -> pd.DataFrame:
-    """Each problem's chosen config: its ``metric`` rate at the median it was chosen on
-    and that median's 95 % interval as rates (``lo``, ``hi``), problems in report order."""
+    """Each problem's chosen config: its ``metric`` rate at the median it was chosen on,
+    that median's 95 % interval as rates (``lo``, ``hi``) and its working set (the bytes a
+    launch moves where its trial recorded none: the kernel's default), problems in report
+    order."""
     by_number = df.set_index("number")
     rows = []
     for pick in picks:
@@ -101,10 +111,28 @@ def chosen_points(df: pd.DataFrame, picks: Sequence[Pick], metric: str) -> pd.Da
                      "median_from": pick.median_from,
                      "rate": at_median(rate, t["median_ms"], pick.median_ms),
                      "lo": at_median(rate, t["median_ms"], ci_hi),
-                     "hi": at_median(rate, t["median_ms"], ci_lo)})
+                     "hi": at_median(rate, t["median_ms"], ci_lo),
+                     "working_set": pick.trial.working_set
+                     or t["gbps"] * t["median_ms"] * 1e6})
     frame = pd.DataFrame(rows, columns=["dtype", *POINT_COLUMNS])
     order = [c for c in PROBLEM_ORDER if c in frame]
     return frame.sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def l2_footprint(points: pd.DataFrame, l2_bytes: int) -> float:
+    """The footprint at which a launch's working set reaches ``l2_bytes``, so that left of
+    it a problem's working set fits in the L2: between two measured footprints,
+    interpolated on log scales; beyond them, at the nearest one's ratio of working set to
+    footprint.  0 where the L2 or the working sets are unknown."""
+    sizes = points.groupby("footprint")["working_set"].max().sort_values()
+    sizes = sizes[sizes > 0]
+    if not l2_bytes or sizes.empty:
+        return 0.0
+    held, sets = sizes.index.to_numpy(float), sizes.to_numpy(float)
+    if sets[0] < l2_bytes < sets[-1]:
+        return float(2 ** np.interp(math.log2(l2_bytes), np.log2(sets), np.log2(held)))
+    end = 0 if l2_bytes <= sets[0] else -1
+    return float(l2_bytes * held[end] / sets[end])
 
 
 def _trace(df: pd.DataFrame, points: pd.DataFrame, dtype: str, metric: str,
@@ -168,7 +196,9 @@ def caption(curve: FootprintCurve) -> str:
         parts.append(f"thin: {curve.ceiling_label}")
     if curve.bound is not None:
         parts.append(f"dashed: {curve.bound_label}")
-    if curve.l2_bytes:
-        parts.append(f"grey: the {format_size(curve.l2_bytes)} L2")
+    if curve.l2_footprint:
+        parts.append(f"grey: the {format_size(curve.l2_bytes)} L2, at the footprint whose "
+                     "working set (the bytes a launch touches) fills it, "
+                     f"{approx_size(curve.l2_footprint)}: left of it a problem fits in the L2")
     return "; ".join(parts)
 

@@ -206,8 +206,8 @@ def _footprint_chart(curve: FootprintCurve) -> dict[str, Any]:
             "xlog": True, "ylog": False, "series": series,
             "xticks": [[int(s), format_size(int(s))] for s in sizes],
             "hlines": [[curve.bound, curve.bound_label]] if curve.bound is not None else [],
-            "vlines": [[curve.l2_bytes, f"L2 {format_size(curve.l2_bytes)}"]]
-            if curve.l2_bytes else []}
+            "vlines": [[curve.l2_footprint, f"L2 {format_size(curve.l2_bytes)}"]]
+            if curve.l2_footprint else []}
 
 
 def _roofline_chart(roof: Roofline) -> dict[str, Any]:
@@ -221,7 +221,8 @@ def _roofline_chart(roof: Roofline) -> dict[str, Any]:
     series = [{"label": "chosen configs", "kind": "points", "points": [
         [_value(p["intensity"]), _value(p["flop_s"] / 1e12), None, None, _value(p["number"]),
          f"{p['problem']} ({p['study']}): #{p['number']}, {p['flop_s'] / 1e12:.4g} TFLOP/s "
-         f"at {p['intensity']:.4g} FLOP/B, {p['pct_roof']:.1f}% of the roof ({p['roof']})"]
+         f"at {p['intensity']:.4g} FLOP/B, {p['pct_roof']:.1f}% of the roof ({p['roof']})"
+         + (f": {p['above']}" if p["above"] else "")]
         for _, p in points.iterrows()]}]
     for r in roof.roofs:
         ridge = min(hi, max(lo, top / r.per_s))      # a memory roof ends under the top roof
@@ -229,10 +230,11 @@ def _roofline_chart(roof: Roofline) -> dict[str, Any]:
                 else [[x, r.per_s / 1e12] for x in (lo, hi)])
         series.append({"label": f"{r.name} ({'calibrated' if r.calibrated else 'physical'})",
                        "kind": "thin" if r.calibrated else "dashed",
-                       "points": [[_value(x), _value(y), None, None, None, r.name]
-                                  for x, y in line]})
+                       "points": [[_value(x), _value(y), None, None, None,
+                                   f"{r.name}: {r.source}"] for x, y in line]})
     return {"name": "roofline", "title": f"roofline · {roof.gpu}",
-            "caption": "; ".join(roof.beside), "xlabel": "arithmetic intensity (FLOP/B)",
+            "caption": roof.caption,
+            "xlabel": "arithmetic intensity (FLOP/B)",
             "ylabel": "TFLOP/s", "xlog": True, "ylog": True, "series": series,
             "xticks": [], "hlines": [], "vlines": []}
 
@@ -321,7 +323,7 @@ def _figure(kind: str, index: int, title: str, caption: str) -> str:
 
 def _charts(tables: ReportTables) -> list[str]:
     charts = [*((c.title, c.caption) for c in tables.footprint),
-              *([(f"roofline · {tables.roofline.gpu}", "; ".join(tables.roofline.beside))]
+              *([(f"roofline · {tables.roofline.gpu}", tables.roofline.caption)]
                 if tables.roofline else [])]
     return [_figure("chart", i, title, caption) for i, (title, caption) in enumerate(charts)]
 

@@ -199,19 +199,23 @@ def _roofline(tables: ReportTables) -> list[str]:
     roof = tables.roofline
     if roof is None:
         return []
+    above = bool(roof.points["above"].astype(bool).any())
     out = ["\n## Roofline\n",
            "Each problem's chosen config at its arithmetic intensity (FLOPs / bytes the kernel "
            "declares for one launch) and FLOP/s (at the median it was chosen on), against "
-           "the roofs: " + "; ".join(f"{r.name} ({'calibrated' if r.calibrated else 'physical'})"
-                                     for r in roof.roofs) + ". '% of roof' divides by the "
+           "the roofs: " + "; ".join(_text(f"{r.name} ({r.source})") for r in roof.roofs)
+           + ". '% of roof' divides by the "
            "lower of the compute roof and intensity × the memory roof, each calibrated where "
-           "measured, else the physical bound; '% of physical' by the bounds alone.\n"]
+           "measured, else the physical bound; '% of physical' by the bounds alone"
+           + ("; 'above 100%' says why a share passes 100" if above else "") + ".\n"]
     if len(roof.points):
-        rows = roof.points.assign(tflops=roof.points["flop_s"] / 1e12)[
-            ["problem", "number", "intensity", "tflops", "roof", "pct_roof", "pct_physical"]]
+        shown = ["problem", "number", "intensity", "tflops", "roof", "pct_roof", "pct_physical",
+                 *(["above"] if above else [])]
+        rows = roof.points.assign(tflops=roof.points["flop_s"] / 1e12)[shown]
         out.append(md_table(rows, {"intensity": "FLOP/B", "tflops": "TFLOP/s",
                                    "roof": "limited by", "pct_roof": "% of roof",
-                                   "pct_physical": "% of physical"}))
+                                   "pct_physical": "% of physical",
+                                   "above": "above 100%"}))
     out += [f"- {_text(line)}\n" for line in roof.beside]
     out.append("\n![roofline](heatmaps/roofline.png)\n")
     return out
@@ -301,10 +305,12 @@ def _ceilings(tables: ReportTables) -> list[str]:
         held = ", ".join(f"{d} against {c}" for d, c in DOT_CEILING.items())
         pct = ("'% of ceiling' divides TFLOP/s by the torch.matmul rate measured for the "
                f"trial's dtype ({held}: Triton's tl.dot runs those operands that way by "
-               "default); ")
+               "default), a measurement, not a physical limit: a kernel faster than torch's "
+               "reads above 100; ")
     else:
         pct = ("'% of ceiling' divides by the copy bandwidth measured at the trial's own "
-               "footprint and cache mode; ")
+               "footprint and cache mode, a measurement, not a physical limit: a kernel "
+               "faster than torch's copy_ reads above 100; ")
     return ["\n## Ceilings\n",
             f"Measured by `sweeper calibrate` on {_text(ceilings.measured)}: DRAM copy "
             f"{ceilings.dram_bandwidth():.0f} GB/s (torch copy_, cold, largest footprint), "

@@ -14,7 +14,11 @@ What a roofline promises a reader:
   with neither there is no roofline and the command refuses.
 - A winner's fraction of the roof is its FLOP/s over the lower of the compute roof and
   intensity × the memory roof, taking the calibrated roof where there is one, else the
-  bound; the fraction of the physical roofline is given beside it.
+  bound; the fraction of the physical roofline is given beside it.  Each roof says what
+  it is and where it comes from (:attr:`Roof.source`).  A fraction above 100 % is said in
+  words wherever it is shown (:meth:`Roofs.above`): a calibrated roof is a measurement
+  (a kernel may beat torch), not a limit; above a physical bound, what let it (the L2
+  serving part of the traffic, or the timing margin the bound check allows).
 - A winner with no FLOPs (copy) has no place on a FLOP/s axis: it is listed beside the
   plot with its GB/s as a fraction of the memory roof, never drawn at a made-up
   intensity; so is one that declares FLOPs but no bytes.
@@ -29,8 +33,9 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sweeper import ceilings as calibrated
-from sweeper.bounds import Bounds
+from sweeper.bounds import L2_SERVES, MARGIN, Bounds
 from sweeper.ceilings import Ceilings
+from sweeper.core import format_size
 from sweeper.errors import SweeperError
 from sweeper.finals import problem_of
 from sweeper.report._tables import problem_key, trials_frame
@@ -39,7 +44,7 @@ from sweeper.winners import Pick, Winners
 
 #: Columns of :attr:`Roofline.points`.
 POINT_COLUMNS = ["study", "kernel", "dtype", "problem", "number", "intensity", "flop_s",
-                 "byte_s", "roof_flop_s", "roof", "pct_roof", "pct_physical"]
+                 "byte_s", "roof_flop_s", "roof", "pct_roof", "pct_physical", "above"]
 #: What the list beside the plot says of kernels without a place on it.
 BESIDE = "winners without FLOPs (copy) are listed beside the plot, as % of the memory roof"
 
@@ -51,6 +56,7 @@ class Roof(NamedTuple):
     kind: str                  # "memory" | "compute"
     per_s: float
     calibrated: bool           # measured by sweeper calibrate (solid), else a bound (dashed)
+    source: str = ""           # what it is and where it comes from
 
 
 class Roofline(NamedTuple):
@@ -71,6 +77,11 @@ class Roofline(NamedTuple):
         dashed = ("dashed: physical bounds" if any(not r.calibrated for r in self.roofs)
                   else "no physical bounds (none recorded)")
         return f"{solid}; {dashed}"
+
+    @property
+    def caption(self) -> str:
+        """What the roofs are, then the winners listed beside the plot (report.html's)."""
+        return "; ".join([self.key, *self.beside])
 
 
 class Winner(NamedTuple):
@@ -138,7 +149,7 @@ def roofline(gpu: str, chosen: Sequence[Winner], ceilings: Ceilings | None,
         raise SweeperError(
             f"no roofline for {gpu}: neither ceilings nor physical bounds are known for it "
             "(run `sweeper calibrate` on it; studies run on a CUDA device record its bounds)")
-    roofs = Roofs(ceilings, bounds)
+    roofs = Roofs(ceilings, bounds, ceilings_from)
     rows, beside = [], []
     for w in chosen:
         if w.flops > 0 and w.nbytes > 0:
@@ -153,15 +164,22 @@ def roofline(gpu: str, chosen: Sequence[Winner], ceilings: Ceilings | None,
 
 class Roofs:
     """The memory and compute roofs of one GPU: each as a pair (calibrated, physical
-    bound), either ``None`` where it is not known."""
+    bound), either ``None`` where it is not known; ``ceilings_from`` says where the
+    ceilings come from."""
 
-    def __init__(self, ceilings: Ceilings | None, bounds: Bounds | None) -> None:
+    def __init__(self, ceilings: Ceilings | None, bounds: Bounds | None,
+                 ceilings_from: str = "") -> None:
         self.ceilings, self.bounds = ceilings, bounds
+        self.measured = "measured by " + (ceilings_from or (
+            f"sweeper calibrate, {ceilings.measured}" if ceilings else ""))
         gbps = ceilings.dram_bandwidth() if ceilings and ceilings.copy else None
         dram = bounds.dram if bounds else None
-        self.memory = (Roof(f"DRAM copy {gbps:.0f} GB/s", "memory", gbps * 1e9, True)
+        self.memory = (Roof(f"DRAM copy {gbps:.0f} GB/s", "memory", gbps * 1e9, True,
+                            f"torch copy_'s bandwidth, cold, at its largest footprint, "
+                            f"{self.measured}")
                        if gbps is not None else None,
-                       Roof(f"DRAM bound {dram.rate_text()}", "memory", dram.per_s, False)
+                       Roof(f"DRAM bound {dram.rate_text()}", "memory", dram.per_s, False,
+                            f"a physical bound, from {dram.how}")
                        if dram else None)
 
     def compute(self, dtype: str) -> tuple[Roof | None, Roof | None]:
@@ -170,8 +188,10 @@ class Roofs:
         bound = self.bounds.flops.get(dtype) if self.bounds else None
         held = f" (as {peak[0]})" if peak and peak[0] != dtype else ""
         return (Roof(f"{dtype} matmul {peak[1]:.4g} TFLOP/s{held}", "compute", peak[1] * 1e12,
-                     True) if peak else None,
-                Roof(f"{dtype} bound {bound.rate_text()}", "compute", bound.per_s, False)
+                     True, f"torch.matmul's rate at 8192³ on {peak[0]}, {self.measured}")
+                if peak else None,
+                Roof(f"{dtype} bound {bound.rate_text()}", "compute", bound.per_s, False,
+                     f"a physical bound, from {bound.how}")
                 if bound else None)
 
     def place(self, w: Winner) -> dict[str, Any]:
@@ -179,28 +199,57 @@ class Roofs:
         intensity = w.flops / w.nbytes
         flop_s = w.flops / w.seconds
         compute = self.compute(w.dtype)
-        roof, which = attainable(intensity, _first(self.memory), _first(compute))
+        roof, limiting = attainable(intensity, _first(self.memory), _first(compute))
         physical, _ = attainable(intensity, self.memory[1], compute[1])
+        pct_roof, pct_physical = 100 * flop_s / roof, 100 * flop_s / physical
         return {"study": w.study, "kernel": w.kernel, "dtype": w.dtype, "problem": w.problem,
                 "number": w.number, "intensity": intensity, "flop_s": flop_s,
-                "byte_s": w.nbytes / w.seconds, "roof_flop_s": roof, "roof": which,
-                "pct_roof": 100 * flop_s / roof, "pct_physical": 100 * flop_s / physical}
+                "byte_s": w.nbytes / w.seconds, "roof_flop_s": roof,
+                "roof": f"{limiting.kind}: {limiting.name}" if limiting else "",
+                "pct_roof": pct_roof, "pct_physical": pct_physical,
+                "above": self.above(w, pct_roof, limiting, pct_physical)}
 
     def describe(self, w: Winner) -> str:
         """A winner the plot has no place for, as one line of the list beside it."""
         head = f"{w.kernel} {w.problem} (#{w.number}, {w.study})"
         if w.nbytes > 0:
-            memory = _first(self.memory)
-            pct = (f", {100 * w.nbytes / w.seconds / memory.per_s:.1f}% of the memory roof "
-                   f"({memory.name})" if memory else "")
-            return f"{head}: 0 FLOP, {w.nbytes / w.seconds / 1e9:.0f} GB/s{pct}"
+            return (f"{head}: 0 FLOP, {w.nbytes / w.seconds / 1e9:.0f} GB/s"
+                    f"{self._share(w, w.nbytes / w.seconds, self.memory)}")
         if w.flops > 0:
-            compute = _first(self.compute(w.dtype))
-            pct = (f", {100 * w.flops / w.seconds / compute.per_s:.1f}% of the compute roof "
-                   f"({compute.name})" if compute else "")
-            return (f"{head}: {w.flops / w.seconds / 1e12:.4g} TFLOP/s{pct}; it declares no "
-                    "bytes, so it has no intensity")
+            return (f"{head}: {w.flops / w.seconds / 1e12:.4g} TFLOP/s"
+                    f"{self._share(w, w.flops / w.seconds, self.compute(w.dtype))}; it "
+                    "declares no bytes, so it has no intensity")
         return f"{head}: declares neither bytes nor FLOPs, so it has no place on a roofline"
+
+    def _share(self, w: Winner, rate: float, roofs: tuple[Roof | None, Roof | None]) -> str:
+        """``rate`` as a share of the roof of its kind (and of the physical bound, where
+        that roof is a measurement), and why either share passes 100 %, for
+        :meth:`describe`."""
+        roof = _first(roofs)
+        if roof is None:
+            return ""
+        pct = 100 * rate / roof.per_s
+        out = f", {pct:.1f}% of the {roof.kind} roof ({roof.name})"
+        bound = roofs[1]
+        pct_physical = 100 * rate / bound.per_s if bound else math.nan
+        if bound and roof is not bound:
+            out += f", {pct_physical:.1f}% of the physical bound ({bound.name})"
+        above = self.above(w, pct, roof, pct_physical)
+        return f"{out}: {above}" if above else out
+
+    def above(self, w: Winner, pct_roof: float, roof: Roof | None,
+              pct_physical: float) -> str:
+        """Why ``w`` reads more than 100 % of its ``roof`` or of the physical roofline, in
+        words, each reason headed by what it passed (``above the measured roof: ...``);
+        empty where it reads neither."""
+        said = []
+        if roof is not None and roof.calibrated and pct_roof > 100:
+            said.append(f"above the measured roof: the roof is a measurement ({roof.source}), "
+                        "not a physical limit")
+        if pct_physical > 100 and self.bounds is not None:
+            said.append(past_bound(w, self.bounds))
+        return "; ".join(said)
+
 
     def drawn(self, dtypes: Sequence[str]) -> list[Roof]:
         """The roofs to draw: memory first, then each dtype's compute roofs; dtypes that
@@ -215,20 +264,36 @@ class Roofs:
         return roofs
 
 
+def past_bound(w: Winner, bounds: Bounds) -> str:
+    """Why ``w`` passes a physical bound of ``bounds``: what the bound check allows it, or
+    that the check would fail it."""
+    limit = bounds.fastest(int(w.nbytes), int(w.flops), w.dtype)
+    if limit is None or w.seconds >= limit.seconds:
+        return (f"above the DRAM bound: up to {L2_SERVES}× the {format_size(bounds.l2_bytes)} "
+                "L2 of a launch's traffic need not pass through DRAM, as the bound check "
+                "allows")
+    if w.seconds * (1 + MARGIN) >= limit.seconds:
+        return (f"above the physical bound: by less than the {MARGIN:.0%} the bound check "
+                "allows for the timer's resolution and clock jitter")
+    return ("beyond the physical bound: the bound check fails a trial this fast as "
+            "impossible, so this median was not checked against it")
+
+
 def _first(roofs: tuple[Roof | None, Roof | None]) -> Roof | None:
     """The calibrated roof where it was measured, else the physical bound."""
     return roofs[0] or roofs[1]
 
 
 def attainable(intensity: float, memory: Roof | None, compute: Roof | None
-               ) -> tuple[float, str]:
-    """(FLOP/s, which roof limits) at ``intensity`` under these roofs; NaN with neither."""
+               ) -> tuple[float, Roof | None]:
+    """(FLOP/s, the roof that limits) at ``intensity`` under these roofs; NaN and ``None``
+    with neither."""
     by_memory = intensity * memory.per_s if memory else math.inf
     if memory and (compute is None or by_memory < compute.per_s):
-        return by_memory, f"memory: {memory.name}"
+        return by_memory, memory
     if compute:
-        return compute.per_s, f"compute: {compute.name}"
-    return math.nan, ""
+        return compute.per_s, compute
+    return math.nan, None
 
 
 def studies_roofline(stores: Sequence[StudyStore], gpu: str | None = None) -> Roofline:

@@ -313,4 +313,5 @@ def _curve_json(curve: FootprintCurve) -> dict[str, Any]:
             "trace": {"label": curve.trace_label, "points": _records(curve.trace)},
             "ceiling": {"label": curve.ceiling_label, "points": _records(curve.ceiling)},
             "bound": {"label": curve.bound_label, "value": curve.bound},
-            "l2_bytes": curve.l2_bytes, "caption": curve.caption}
+            "l2_bytes": curve.l2_bytes, "l2_footprint": curve.l2_footprint,
+            "caption": curve.caption}

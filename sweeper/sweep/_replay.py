@@ -33,4 +33,5 @@ def replayed(device: Device, kernel: Kernel, choice: Choice, config: Config) -> 
         TrialStatus.OK, samples_ms=samples, stats=stats,
         stop_reason=StopReason(Stop.REPLAYED, "replayed"),
         gbps=throughput(kernel.bytes_moved(config.problem), seconds) / 1e9,
-        gflops=throughput(kernel.flops(config.problem), seconds) / 1e9)
+        gflops=throughput(kernel.flops(config.problem), seconds) / 1e9,
+        working_set=int(kernel.working_set(config.problem)))
