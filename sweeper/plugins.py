@@ -436,10 +436,12 @@ def _import_raised(found: Found, err: BaseException, message: str, at: str | Non
                         f"raised {type(err).__name__}: {message}{f' (at {at})' if at else ''}")
 
 
-def _cannot_load(found: Found, err: ImportError | AttributeError) -> SweeperError:
+def _cannot_load(found: Found, err: ImportError | AttributeError, at: str | None = None
+                 ) -> SweeperError:
     """Why plugin ``found`` could not be loaded, its module or attribute missing: the
-    error, where in the user's code it arose, and what to do about it."""
-    at = _where(err)
+    error, where in the user's code it arose (``at``, else from ``err``'s traceback), and
+    what to do about it."""
+    at = at or _where(err)
     return SweeperError(f"cannot load {found}: {err}{f' (at {at})' if at else ''}"
                         f"{_not_on_the_path(found, err)}")
 
@@ -454,10 +456,12 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
     attribute the module's source shows it never binds
     (:func:`~sweeper.kernels._unimported.names_bound`), each refused as ``run`` refuses
     it, as is a module whose source does not compile
-    (:func:`~sweeper.kernels._unimported.compile_error`), at the line ``run`` names."""
+    (:func:`~sweeper.kernels._unimported.compile_error`) or whose opening imports name a
+    package nowhere on the path (:func:`~sweeper.kernels._unimported.missing_import`), at
+    the line ``run`` names."""
     import importlib.util
 
-    from sweeper.kernels._unimported import compile_error, names_bound
+    from sweeper.kernels._unimported import compile_error, missing_import, names_bound
 
     found = find(kind, name)
     if found.builtin or found.entry_point is not None:
@@ -479,6 +483,11 @@ def refuse_missing_module(kind: Kind, name: str) -> None:
         refused = compile_error(found.target)
         if refused is not None:                         # what importing it raises first
             raise _import_raised(found, refused, refused.msg, _where(refused))
+        missing_at = missing_import(found.target)
+        if missing_at is not None:
+            missing, at = missing_at
+            raise _cannot_load(found, ModuleNotFoundError(f"No module named {missing!r}",
+                                                          name=missing), at)
         bound = names_bound(found.target)
     if bound is not None:
         module, _, attr = found.target.partition(":")

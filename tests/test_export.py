@@ -580,3 +580,41 @@ def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
         "export takes from it (the kernel's footprint rule) is left out; run "
         "the export from the folder the study was run in, with the files its space names "
         "there\n")
+
+
+def test_a_study_records_its_space_s_folder_resolved_from_any_working_folder(
+        tmp_path, monkeypatch, capsys):
+    """Whichever folder ran it and however its command named the space file, a study
+    records the folder the space's files were read from resolved, never through the
+    working folder with a ``..``: run as ``../a/spaces/x.yaml`` from a folder since
+    removed, an export and a worker without a space, from a third folder, still find the
+    module the kernel's reference names beside the space (through the removed folder
+    they found none: the export warned that the kernel's source had changed and the
+    worker refused the study)."""
+    import shutil
+
+    from sweeper.cli import main
+
+    run = cuda_project(tmp_path)
+    space = tmp_path / "a" / "spaces" / "x.yaml"
+    space.write_text(space.read_text().replace('"torch:clone"', '"myref:ref"'))
+    (space.parent / "myref.py").write_text("def ref(src):\n    return src.clone()\n")
+    table = f"replay:{tmp_path / 'a' / 't.csv'}"
+    run[3] = table
+    (tmp_path / "c").mkdir()
+    folder = tmp_path.resolve() / "a" / "spaces"
+    for i, (where, named) in enumerate([("a", "spaces/x.yaml"), (".", "a/./spaces/x.yaml"),
+                                        ("a/spaces", "x.yaml"), ("b", "../a/spaces/x.yaml")]):
+        monkeypatch.chdir(tmp_path / where)
+        assert main([run[0], named, *run[2:], "--study", f"x{i}"]) == 0
+        meta = json.loads((tmp_path / "st" / f"x{i}" / "study.json").read_text())
+        assert (meta["space_path"], meta["space_folder"]) == (named, str(folder))
+    monkeypatch.chdir(tmp_path / "c")
+    shutil.rmtree(tmp_path / "b")
+    capsys.readouterr()
+    assert main(["export", "x3", "--studies-dir", "../st", "-o", "tuning.json"]) == 0
+    assert capsys.readouterr().err == ""
+    [entry] = json.loads((tmp_path / "c" / "tuning.json").read_text())["entries"]
+    assert entry["kernel_options"]["reference"] == f"{folder}/myref:ref"
+    assert main(["worker", "--study", "x3", "--studies-dir", "../st", "--device", table]) == 0
+    assert "stopped: complete: every valid config tried" in capsys.readouterr().out

@@ -496,6 +496,37 @@ def test_plan_refuses_a_missing_module_of_a_package_that_is_there_as_run_does(
     assert rc == 0 and "not found on the path" in out
 
 
+@pytest.mark.parametrize("opening", ["import sweeper\nimport {missing}\n",
+                                     "from sweeper import kernels\nfrom {missing}.x import y\n"])
+def test_plan_refuses_a_kernel_module_whose_opening_import_is_missing_as_run_does(
+        tmp_path, capsys, monkeypatch, opening):
+    """A kernel module whose opening imports name a package nowhere on the path (``import
+    nonexisting_pkg``): plan planned it with a "not checked" note where run refuses it; it
+    is refused as run refuses it, at that line, the module never run.  An import its
+    module may have made findable (after a ``sys.path`` edit) or guarded (``try``) is left
+    to run, as is a failure only running its code tells (a ``NameError``): plan runs no
+    user code, and says it did not import the kernel."""
+    monkeypatch.chdir(tmp_path)
+    missing = f"nonexisting_{uuid.uuid4().hex[:8]}"
+    module = f"userkernel_{uuid.uuid4().hex[:8]}"
+    space = tmp_path / "s.yaml"
+    space.write_text(TINY.replace("kernel: copy", f"kernel: {module}:Marked"))
+    (tmp_path / f"{module}.py").write_text(
+        '"""A kernel."""\n' + opening.format(missing=missing) + USER_KERNEL)
+    imported = opening.splitlines()[1].format(missing=missing)
+    expected = (f"{space}:3: kernel: cannot load kernel '{module}:Marked' (module:attr path): "
+                f"No module named '{missing}' (at {module}.py:3: {imported})")
+    assert _plan(space, capsys) == (2, "", expected + "\n")
+    assert not (tmp_path / f"{module}.imported").exists()
+    assert _refused_run(tmp_path, capsys, str(space)) == expected
+    for left in (f"import sys\nsys.path.insert(0, 'elsewhere')\nimport {missing}\n",
+                 f"try:\n    import {missing}\nexcept ImportError:\n    pass\n",
+                 "A = undefined_name\n"):
+        (tmp_path / f"{module}.py").write_text(left + USER_KERNEL)
+        rc, out, _ = _plan(space, capsys)
+        assert rc == 0 and f"not checked: kernel {module}:Marked was not imported" in out
+
+
 def test_plan_refuses_a_kernel_that_is_no_module_path_without_importing(tmp_path, capsys,
                                                                           monkeypatch):
     (tmp_path / "not-a-module.py").write_text(USER_KERNEL)

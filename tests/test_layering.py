@@ -103,6 +103,50 @@ def test_parsing_and_the_cli_edge_import_no_torch_triton_optuna_or_pandas(tmp_pa
         f"imported after each step: {json.dumps(steps, indent=1)}"
 
 
+#: A resume in a fresh interpreter, torch imported first where asked (as a resume that
+#: imported it did): what it printed, and whether torch was imported after.
+RESUME = r'''
+import contextlib, io, json, sys
+if sys.argv[1] == "torch":
+    import torch
+from sweeper.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    assert main(["run", "spaces/copy-small.yaml", "--device", "interpret", "--studies-dir",
+                 sys.argv[2]]) == 0
+print(json.dumps({"out": out.getvalue(), "torch": "torch" in sys.modules,
+                  "version": str(sys.modules["torch"].__version__) if sys.argv[1] else None}))
+'''
+
+
+def test_a_finished_study_s_resume_on_the_cpu_imports_no_torch(tmp_path):
+    """A resume with nothing left to measure (every config measured, the finals run), on
+    a device that opens without torch (the interpreter, a replay), imports none: torch's
+    import (1.3 s on the 2-core development machine) was most of such a run's wall.  It
+    prints what a resume that imported torch prints (but the time it took), and records
+    torch's version as that one does."""
+    studies = str(tmp_path / "st")
+    first = subprocess.run([sys.executable, "-m", "sweeper", "run", "spaces/copy-small.yaml",
+                            "--device", "interpret", "--studies-dir", studies, "--quiet"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    said = {}
+    for imported in ("", "torch"):
+        run = subprocess.run([sys.executable, "-c", RESUME, imported, studies], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        said[imported] = json.loads(run.stdout.splitlines()[-1])
+        if not imported:
+            meta = json.loads((tmp_path / "st" / "copy-small-interpret" / "study.json")
+                              .read_text())
+            recorded = meta["environment"]["torch"]
+    assert not said[""]["torch"]
+    assert "nothing left to measure: the study holds every one" in said[""]["out"]
+    assert [line for line in said[""]["out"].splitlines() if not line.startswith("time:")] \
+        == [line for line in said["torch"]["out"].splitlines() if not line.startswith("time:")]
+    assert recorded == said["torch"]["version"]
+
+
 def _subpackage(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] == "sweeper" and len(parts) > 1 and parts[1] in SUBPACKAGES:

@@ -360,10 +360,11 @@ class Space:
     measure: MeasureSpec = MeasureSpec()
     budget: Budget = Budget()
     path: str = "<space>"
-    #: the folder, absolute, that its relative file names (a ``cuda`` kernel's ``source``,
-    #: a ``file.py:function`` reference) were read from: the space file's own, or the
-    #: working folder for a space given as text; a study records it, so that a command
-    #: run later from another folder reads those files as the run did
+    #: the folder, absolute and resolved (no ``..``, no link), that its relative file
+    #: names (a ``cuda`` kernel's ``source``, a ``file.py:function`` reference) were read
+    #: from: the space file's own, or the working folder for a space given as text; a
+    #: study records it, so that a command run later from another folder reads those
+    #: files as the run did
     folder: str = ""
     text: str = ""
     sha256: str = ""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import abc
+import ast
 import dataclasses
+import importlib.util
 import os
 import platform
 import socket
@@ -11,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from sweeper.bounds import Bounds
@@ -107,6 +110,39 @@ def recorded_env() -> dict[str, str]:
     resume compares: Triton's, and which GPUs CUDA may see."""
     return {k: v for k, v in sorted(os.environ.items())
             if k.startswith("TRITON_") or k == "CUDA_VISIBLE_DEVICES"}
+
+
+def torch_version() -> str:
+    """``torch.__version__``, read without importing torch where nothing has yet, from the
+    ``version.py`` its build wrote (the string ``torch.__version__`` is made from): the
+    import takes a second (1.3 s on the 2-core development machine), which a run that
+    measures nothing on a device that needs no torch to open (a finished study's resume
+    on the interpreter or a replay) need not pay.  Imported where that file says none."""
+    if "torch" not in sys.modules:
+        written = _written_version("torch")
+        if written is not None:
+            return written
+    import torch
+
+    return str(torch.__version__)
+
+
+def _written_version(package: str) -> str | None:
+    """The string ``package``'s ``version.py`` assigns to ``__version__``, read, never run;
+    None where the package, the file or such an assignment is not found."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return None
+    try:
+        tree = ast.parse(Path(spec.origin).with_name("version.py").read_text())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and \
+                isinstance(node.value.value, str) and \
+                any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets):
+            return node.value.value
+    return None
 
 
 class Device(abc.ABC):
@@ -320,7 +356,6 @@ class Device(abc.ABC):
 
     def environment(self) -> dict[str, Any]:
         """Hardware and software facts recorded with every study."""
-        import torch
         import triton
 
         from sweeper._version import __version__
@@ -329,7 +364,7 @@ class Device(abc.ABC):
         return {
             "device": self.name, "opened_as": self.opened_as or self.name,
             "gpu": facts.name, "sms": facts.sms,
-            "l2_bytes": facts.l2_bytes, "torch": torch.__version__,
+            "l2_bytes": facts.l2_bytes, "torch": torch_version(),
             "triton": triton.__version__, "python": sys.version.split()[0],
             "sweeper": __version__, "host": socket.gethostname(),
             "platform": platform.platform(),

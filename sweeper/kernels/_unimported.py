@@ -209,6 +209,49 @@ def compile_error(target: str) -> SyntaxError | None:
     return None
 
 
+def missing_import(target: str) -> tuple[str, str] | None:
+    """The top-level package that importing the module of ``module:attr`` ``target`` would
+    find nowhere on the import path first, and where its source imports it
+    (``mykern.py:6: import nonexisting_pkg``), read, never run, from each module the
+    import runs, its packages' ``__init__`` first: of each, the imports that open it (after
+    its docstring, before any other statement), which nothing of its own can have made
+    findable (a ``sys.path`` edit) or guarded (``try``, ``if``).  ``None`` where each of
+    those is found, or where only importing could tell (a relative import, a submodule)."""
+    import importlib.util
+
+    parts = target.partition(":")[0].split(".")
+    for depth in range(1, len(parts) + 1):
+        found = module_file(".".join(parts[:depth]))
+        if found is None:
+            continue
+        try:
+            tree = ast.parse(Path(found).read_bytes(), filename=found)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        for node in tree.body:
+            if node is tree.body[0] and isinstance(node, ast.Expr) and \
+                    isinstance(node.value, ast.Constant):
+                continue                                # the docstring
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [] if node.level or node.module in (None, "__future__") else \
+                    [str(node.module)]
+            else:
+                break
+            for name in names:
+                top = name.split(".")[0]
+                try:
+                    spec = importlib.util.find_spec(top)    # a top-level name: nothing runs
+                except (ImportError, ValueError):
+                    continue
+                if spec is None:
+                    lines = linecache.getlines(found)
+                    return top, (f"{Path(found).name}:{node.lineno}: "
+                                 f"{statement(lines, node.lineno)}")
+    return None
+
+
 #: Names through which a module may bind a top-level name its source never spells out.
 _DYNAMIC = frozenset({"globals", "setattr", "exec", "eval", "vars", "locals", "__dict__",
                       "__getattr__"})

@@ -7,12 +7,16 @@ are independent axes.  Bytes moved: the footprint read plus the footprint writte
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
 import triton.language as tl
 
 from sweeper.kernels._base import Buffers, Elementwise, mismatch, wide_offsets
 from sweeper.kernels._declared import CopyDeclaration
 from sweeper.kernels._jit import jitted
+
+if TYPE_CHECKING:      # a run that measures nothing (a finished study's) imports no torch
+    import torch
 
 
 # Triton reads a kernel's annotations (tl.constexpr marks a compile-time constant): its
@@ -56,6 +60,8 @@ def copy(src: torch.Tensor, out: torch.Tensor | None = None, *, tuning: str | No
     This is how a tuned config flows back into a launch: ``sweeper export`` wrote it,
     :func:`sweeper.tuned` reads it.
     """
+    import torch
+
     from sweeper.export import tuned
 
     out = torch.empty_like(src) if out is None else out

@@ -127,7 +127,7 @@ def load_recorded(text: str, file: str, folder: str | Path | None = None
     folder as the run read it.  No file is read: a worker that joins a study from its
     record needs none of them."""
     parts: list[tuple[str, list[str]]] = [(file, [])]
-    here = Path(folder) if folder else Path(file).parent.absolute()
+    here = Path(folder) if folder else Path(file).parent.resolve()
     for line in text.splitlines():
         ref = extended_file(line)
         if ref is None:

@@ -214,8 +214,10 @@ class _Parser:
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
                  user_code: bool = True, folder: str | Path | None = None) -> None:
         self.file = file
-        #: where the relative file names written in ``file`` itself are read from
-        self.folder = Path(folder) if folder else Path(file).parent.absolute()
+        #: where the relative file names written in ``file`` itself are read from: resolved,
+        #: so that a study records no ``..`` through the folder its command ran in
+        #: (``../y/spaces``), which may be gone when the study is read from another
+        self.folder = Path(folder) if folder else Path(file).parent.resolve()
         self.where = dict(where)
         #: Off: no plugin that is not built in is imported (``sweeper plan``).
         self.user_code = user_code

@@ -60,8 +60,9 @@ class StudyMeta:
     #: resume of the same file from another folder keeps it (:func:`sweeper.study.space_file_kept`)
     space_path: str = ""
     #: the folder, absolute, its relative file names were read from
-    #: (:attr:`~sweeper.core.Space.folder`); empty in a study an older sweeper wrote,
-    #: whose ``space_path`` is read from the working folder
+    #: (:attr:`~sweeper.core.Space.folder`, resolved; an older sweeper's may hold a ``..``,
+    #: read as it is); empty in a study an older sweeper wrote, whose ``space_path`` is
+    #: read from the working folder
     space_folder: str = ""
     space_text: str = ""
     space_sha256: str = ""

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import warnings
 
-import torch
-
 from sweeper.devices import Device
 from sweeper.errors import BaselineWarning, user_stacklevel
 from sweeper.kernels import Buffers, Kernel
@@ -41,6 +39,9 @@ class Baselines:
         key = ProblemKey(problem.dtype, problem.footprint, cache, problem.dims)
         if self.kernel.baseline_name is None or key in self.known or key in self.failed:
             return
+        # imported here: a run that measures nothing (a finished study's) needs no torch
+        import torch
+
         generator = torch.Generator(device=self.device.torch_device)
         generator.manual_seed(self.seed)
         self.kernel.randomize(buffers, generator)

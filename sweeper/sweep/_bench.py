@@ -15,8 +15,6 @@ import itertools
 import time
 from collections.abc import Callable
 
-import torch
-
 from sweeper.devices import Device, DeviceFacts
 from sweeper.errors import RefusalFailed, raised
 from sweeper.finals import Round
@@ -102,6 +100,9 @@ class Bench:
         raised), each under ``--debug`` with its traceback, as a trial that ran
         (:func:`~sweeper.trial.debug_failure`); a problem the kernel's ``allocate``
         refuses (a ``ValueError``) is invalid, with its reason."""
+        # imported here: a run that measures nothing (a finished study's) needs no torch
+        import torch
+
         try:
             refusal = self.kernel.cannot_launch(config, self.device.torch_device)
         except Exception as err:  # noqa: BLE001 - the kernel's own code failed: record it

@@ -9,8 +9,6 @@ memory; 1 GiB elsewhere), the kept ones are dropped first: one problem at a time
 
 from __future__ import annotations
 
-import torch
-
 from sweeper.devices import Device
 from sweeper.kernels import Buffers, Kernel
 from sweeper.space import Config, Problem
@@ -44,6 +42,8 @@ class BufferPool:
                 self._bytes = 0
             self._sets[key] = [self.kernel.allocate(problem, self.device.torch_device)
                                for _ in range(count)]
+            import torch
+
             generator = torch.Generator(device=self.device.torch_device)
             for buffers in self._sets[key][1:]:
                 self.kernel.randomize(buffers, generator)
@@ -54,5 +54,7 @@ class BufferPool:
 def memory_budget(device: Device) -> int:
     """How many bytes of buffers a sweep keeps at most."""
     if device.torch_device == "cuda":
+        import torch
+
         return int(torch.cuda.get_device_properties(0).total_memory * 0.4)
     return 1 << 30
