@@ -420,7 +420,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     environment = device.environment()
     bounds = device.bounds().to_json()
     wanted = fingerprint(space, kernel, device, environment)
-    ran_under = {"when": now(), **dataclasses.asdict(budget or space.budget)}
+    when = now()                # one time for the run's budgets and its resumed line
+    ran_under = {"when": when, **dataclasses.asdict(budget or space.budget)}
     if store.orphaned():
         raise StudyError(f"{store.root}: {JOURNAL} without study.json; it "
                          "cannot be checked against this run; move it away or pass "
@@ -431,7 +432,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     built = before_writing() if before_writing is not None else None
     created = not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
-        "kernel_name": kernel.name, "created": now(), "command": command,
+        "kernel_name": kernel.name, "created": when, "command": command,
         "sampler": sampler_json(space), "samplers": [sampler_json(space)],
         "environment": environment, "bounds": bounds, "headline": kernel.headline.value,
         "finals": finals_wanted(space, device), "axes": axes_of(space),
@@ -446,7 +447,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
     elif not created:
         store.open_journal()
     if not created:
-        store.note_resumed(now(), axes_of(space), sampler=sampler_json(space), forced=forced,
+        store.note_resumed(when, axes_of(space), sampler=sampler_json(space), forced=forced,
                            environment=environment, budget=ran_under, bounds=bounds,
                            finals=finals_wanted(space, device), zipped=zipped_json(space),
                            **{**resumed_with(space, device, wanted),
