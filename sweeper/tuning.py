@@ -195,12 +195,20 @@ class TuningEntry(LaunchConfig, Record):
 
     @property
     def key(self) -> tuple[Any, ...]:
-        """What the entry is for; a problem sized by its footprint alone (a 1-D kernel's
-        ``n``, or an entry older than dimensions) is keyed by the footprint, so the two
-        agree."""
-        problem = Problem(self.dtype, self.footprint, tuple(self.dims.items()))
-        dims = () if problem.sized_by_footprint else problem.dims
-        return self.name, self.gpu, self.dtype, self.footprint, dims, self.cache
+        """What the entry is for, which an export replaces: its kernel, GPU, dtype, the
+        problem it was tuned for (a problem sized by its footprint alone, a 1-D kernel's
+        ``n`` or an entry older than dimensions, by the footprint, so the two agree) and
+        cache mode.  An entry measured shrunk (``asked_footprint``: the interpreter's cap)
+        was tuned for the problem its space asked, and is keyed by it and as measured
+        shrunk: it replaces another such entry for that problem alone, never one measured
+        at its own size, neither of the problem it measured in its place nor of the one
+        asked."""
+        shrunk = self.asked_footprint is not None
+        problem = Problem(self.dtype, self.footprint, tuple(self.dims.items())) \
+            if self.asked_footprint is None else \
+            Problem(self.dtype, self.asked_footprint, tuple((self.asked_dims or {}).items()))
+        shape = () if problem.sized_by_footprint else problem.dims
+        return self.name, self.gpu, self.dtype, problem.footprint, shape, self.cache, shrunk
 
     def is_for(self, kernel: str) -> bool:
         """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path

@@ -580,3 +580,46 @@ def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
         "export takes from it (the kernel's footprint rule) is left out; run "
         "the export from the folder the study was run in, with the files its space names "
         "there\n")
+
+
+INTERPRETED = """
+study: {study}
+kernel: copy
+sampler: exhaustive
+params: {{grid: [sms], block: [128], BLOCK: [{BLOCK}], dtype: [float32],
+         footprint: [{footprint}]}}
+measure: {{warmup: 1, repeat: 2, stop: fixed}}
+"""
+
+
+def test_a_winner_measured_shrunk_never_replaces_one_measured_at_its_size(
+        tmp_path, monkeypatch, capsys):
+    """The interpreter measures a 1 MiB copy as 16 KiB: its winner is for 1 MiB, and an
+    export of it replaced another study's winner of 16 KiB measured at that size (and a
+    later export of that one replaced it back, so the 1 MiB asked was no longer tuned).
+    Both are kept now, each replaced only by a winner for its own problem; a lookup at
+    16 KiB takes the one measured there for it, at 1 MiB the one tuned for it, and the
+    export's line names the problem a winner is for and the one measured."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for name, block, footprint in (("big", 1024, "1MiB"), ("small", 256, "16KiB")):
+        (tmp_path / f"{name}.yaml").write_text(
+            INTERPRETED.format(study=name, BLOCK=block, footprint=footprint))
+        assert main(["run", f"{name}.yaml", "--device", "interpret", "--quiet",
+                     "--no-report"]) == 0
+    capsys.readouterr()
+    for name in ("big", "small", "big", "small"):
+        assert main(["export", f"studies/{name}-interpret", "-o", "tuning.json"]) == 0
+    out = capsys.readouterr().out
+    assert "copy float32 1MiB (measured as 16KiB, shrunk to fit its device) on Triton " \
+        "interpreter (CPU): #0 " in out
+    assert "copy float32 16KiB on Triton interpreter (CPU): #0 " in out
+    entries = json.loads((tmp_path / "tuning.json").read_text())["entries"]
+    assert sorted((e["study"], e["footprint"], e.get("asked_footprint")) for e in entries) \
+        == [("big-interpret", 16 << 10, 1 << 20), ("small-interpret", 16 << 10, None)]
+    asked = {"dtype": "float32", "gpu": "Triton interpreter (CPU)", "path": "tuning.json"}
+    small = tuned("copy", footprint=16 << 10, **asked)
+    assert (small.study, small.meta, small.distance) == ("small-interpret", {"BLOCK": 256}, 0)
+    big = tuned("copy", footprint=1 << 20, **asked)
+    assert (big.study, big.meta, big.distance) == ("big-interpret", {"BLOCK": 1024}, 0)
