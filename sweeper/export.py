@@ -32,7 +32,7 @@ from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import RETUNE, TunedConfig, current_gpu, describe, tuned
 from sweeper.matching import gpu_model
-from sweeper.space import Expr, Problem, Space
+from sweeper.space import Expr, Problem, Space, parse
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
 from sweeper.tuning import (
@@ -147,20 +147,25 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     its space's options (``cuda``) is hashed from those the study's space recorded
     (``options``: :func:`recorded_options`).  Where the study's recorded space no longer
     reads here (``recorded``, the caller's :func:`recorded_space`), that is said
-    instead, once: the check is not made, and what the export takes from the space is
-    left out (its footprint rule; its options too where the recorded text gives none)."""
+    instead, once: the check is not made, and what the export takes from the space and
+    the study did not keep is left out (its footprint rule, where the study recorded
+    none: an older sweeper's; its options too where the recorded text gives none)."""
     from sweeper.kernels import source_hash_now
 
     measured = measured_source(meta)
     if isinstance(recorded, SweeperError):
-        unchecked = ("the source of its kernel is not checked against the one it measured, "
-                     "and " if measured is not None else "")
-        taken = "footprint rule" if options else "options and footprint rule"  # its text's
-        warnings.warn(f"study {meta.study}: its space no longer reads here ({recorded}): "
-                      f"{unchecked}what the export takes from it (the kernel's {taken}) is "
-                      "left out; run the export from the folder the study was run in, with "
-                      "the files its space names there", StaleTuningWarning,
-                      stacklevel=user_stacklevel())
+        taken = " and ".join(what for what, kept in (
+            ("options", options), ("footprint rule", _kept_rule(meta.footprint_rule)))
+            if not kept)
+        lost = [*(["the source of its kernel is not checked against the one it measured"]
+                  if measured is not None else []),
+                *([f"what the export takes from it (the kernel's {taken}) is left out"]
+                  if taken else [])]
+        if lost:
+            warnings.warn(f"study {meta.study}: its space no longer reads here ({recorded}): "
+                          f"{', and '.join(lost)}; run the export from the folder the study "
+                          "was run in, with the files its space names there",
+                          StaleTuningWarning, stacklevel=user_stacklevel())
         return
     if measured is None:
         return
@@ -221,7 +226,8 @@ def export_study(store: Storage, path: str | Path | None = None
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
     recorded = recorded_space(won.meta)                # read once, as the files are now
-    rule = footprint_rule(won.meta.kernel, recorded=recorded)   # once: a user kernel's source
+    rule = footprint_rule(won.meta.kernel, recorded=recorded,   # once: a user kernel's source
+                          kept=won.meta.footprint_rule)
     options = recorded_options(won.meta)
     asked = asked_of(won.meta, recorded)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
@@ -302,12 +308,16 @@ def kernel_declared(kernel: str) -> type[Kernel] | SweeperError:
 
 
 def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None,
-                   recorded: Space | SweeperError | None = None) -> Expr | None:
+                   recorded: Space | SweeperError | None = None, kept: str = ""
+                   ) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
-    ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
-    be read there: a user kernel whose source says no ``footprint_bytes`` and left some
-    of its declaration unread (its module gone, the name no declaration there, its
-    ``dims`` not literals) would give the rule of a kernel over ``n`` alone, a guess.
+    ``footprint_bytes``): the rule its study kept as its run had it (``kept``: the
+    study's ``footprint_rule``), so that a kernel whose files are gone or changed since
+    still gives the rule it was measured by; else (a study an older sweeper wrote) read
+    without importing a user's module; ``None`` where it cannot be read there: a user
+    kernel whose source says no ``footprint_bytes`` and left some of its declaration
+    unread (its module gone, the name no declaration there, its ``dims`` not literals)
+    would give the rule of a kernel over ``n`` alone, a guess.
     A kernel that takes its dimensions and footprint as options of the space
     (``cuda``'s ``dims`` and ``footprint_bytes``) has the rule the study's space
     declared (``recorded``: the study's space read again, :func:`recorded_space`);
@@ -316,6 +326,9 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
     read here."""
     from sweeper.core._problem import shape_of
 
+    rule = _kept_rule(kept)
+    if rule is not None:
+        return rule
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return None
@@ -327,6 +340,15 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
     try:
         return shape_of(declared).footprint
     except SweeperError:
+        return None
+
+
+def _kept_rule(text: str) -> Expr | None:
+    """The footprint rule a study kept (its ``footprint_rule``), parsed; ``None`` where it
+    kept none (an older sweeper's) or none that parses (a study file edited by hand)."""
+    try:
+        return parse(text) if text else None
+    except (SweeperError, RecursionError):
         return None
 
 

@@ -145,8 +145,8 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         raise SweeperError(f"{target}: {clash}; one cache mode per GPU in a module, so that "
                            "no winner stands in for the other's: give another -o")
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
-    rule = rule_for(footprint_rule(won.meta.kernel, declared, recorded),
-                    next(iter(won.picks)).problem)
+    rule = rule_for(footprint_rule(won.meta.kernel, declared, recorded,
+                                   won.meta.footprint_rule), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \

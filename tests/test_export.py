@@ -551,7 +551,9 @@ def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
     folder that ran it, and the folder its files were read from, absolute: an export run
     from another folder reads the ``.cu`` file the run read, so its entries keep the
     kernel's options and footprint rule, and an edit of that file is told, never skipped
-    without a word; where the file is gone, one line says what the export leaves out."""
+    without a word.  Where the file is gone, the entry keeps the footprint rule the study
+    recorded as it ran (it was left out: a lookup at other dimensions could not compute a
+    grid over ``n``), and one line says the source is not checked."""
     from sweeper.cli import main
 
     run = cuda_project(tmp_path)
@@ -576,10 +578,13 @@ def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
     assert err.count("\n") == 1 and err.startswith(
         f"sweeper: warning: study x: its space no longer reads here (spaces/x.yaml:4: "
         f"kernel.source: no file {cu}; ") and err.endswith(
-        "the source of its kernel is not checked against the one it measured, and what the "
-        "export takes from it (the kernel's footprint rule) is left out; run "
-        "the export from the folder the study was run in, with the files its space names "
+        "the source of its kernel is not checked against the one it measured; run the "
+        "export from the folder the study was run in, with the files its space names "
         "there\n")
+    [entry] = json.loads((tmp_path / "b" / "tuning.json").read_text())["entries"]
+    assert entry["footprint_expr"] == "m * n * itemsize"
+    assert json.loads((tmp_path / "st" / "x" / "study.json").read_text())[
+        "footprint_rule"] == "m * n * itemsize"
 
 
 INTERPRETED = """
