@@ -43,6 +43,7 @@ from sweeper.tuning import (
     merged,
     read_tuning,
     tuning_path,
+    written_in,
 )
 from sweeper.winners import UNFINISHED, Pick, Sources, Winners
 
@@ -219,7 +220,8 @@ def config_identity(t: TrialRecord) -> str:
 def export_study(store: Storage, path: str | Path | None = None
                  ) -> tuple[Path, list[dict[str, Any]]]:
     """Merge the study's best config per problem into the tuning file (:func:`merged`);
-    return the file and the entries as written."""
+    return the file and the entries as written (a ``.cu`` file's path relative to the
+    tuning file's folder: :func:`~sweeper.tuning.written_in`)."""
     from sweeper.consensus import export_fields
 
     won = study_winners(store)
@@ -238,11 +240,11 @@ def export_study(store: Storage, path: str | Path | None = None
                for key, pick in won.picks.items()]
     target = tuning_path(path)
     output_file(store, target)               # a device or a folder: refused before work
-    data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
+    data = merged(read_tuning(target) if target.exists() else EMPTY, entries, target.parent)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     warn_without_winner(won)
     warn_source_changed(won.meta, options, recorded)
-    return target, [e.to_json() for e in entries]
+    return target, [written_in(e.to_json(), target.parent) for e in entries]
 
 
 def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
@@ -352,19 +354,29 @@ def _kept_rule(text: str) -> Expr | None:
         return None
 
 
+def recorded_folder(meta: StudyMeta) -> str | None:
+    """The folder a command that reads the study's recorded space (an export, a worker
+    without a space) reads the space's relative file names from (a ``cuda`` kernel's
+    ``.cu`` file): the one its run read them from (``space_folder``) while it is there;
+    ``None``, where it is not (its project moved, or copied to another machine, with the
+    study) or was not recorded (an older sweeper's study): its ``space_path``'s folder,
+    relative to the working folder."""
+    folder = meta.space_folder
+    return folder if folder and Path(folder).is_dir() else None
+
+
 def recorded_space(meta: StudyMeta | None) -> Space | SweeperError | None:
     """The space the study recorded (its ``space_text``), read again without user code,
-    its files from the folder the run read them from (``space_folder``; a study an older
-    sweeper wrote, from its ``space_path``'s folder, relative to the working folder), or
-    the error that reading raised (its ``.cu`` file gone, its kernel's module not on the
-    import path here); ``None`` where it recorded none."""
+    its files from :func:`recorded_folder`, or the error that reading raised (its
+    ``.cu`` file gone, its kernel's module not on the import path here); ``None`` where
+    it recorded none."""
     from sweeper.space import parse_space
 
     if meta is None or not meta.space_text:
         return None
     try:
         return parse_space(meta.space_text, file=meta.space_path or "<space>",
-                           user_code=False, folder=meta.space_folder or None)
+                           user_code=False, folder=recorded_folder(meta))
     except SweeperError as err:
         return err
 
@@ -386,7 +398,7 @@ def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
             return None
         options = recorded_kernel_options(meta.space_text,
                                           file=meta.space_path or "<space>",
-                                          folder=meta.space_folder or None)
+                                          folder=recorded_folder(meta))
     except SweeperError:
         return None
     return dict(options) or None
@@ -499,7 +511,7 @@ def _space_as_run(meta: StudyMeta, recorded: Space | SweeperError | None) -> Spa
         return space
     try:
         space = parse_space(meta.space_text or "", file=meta.space_path or "<space>",
-                            user_code=False, folder=meta.space_folder or None, overrides=[
+                            user_code=False, folder=recorded_folder(meta), overrides=[
                                 f"{n}=[{', '.join(map(str, meta.axes.get(n, ())))}]"
                                 for n in changed])
     except SweeperError:
