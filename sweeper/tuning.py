@@ -206,12 +206,13 @@ class TuningEntry(LaunchConfig, Record):
         shrunk: it replaces another such entry for that problem alone, never one measured
         at its own size, neither of the problem it measured in its place nor of the one
         asked."""
-        shrunk = self.asked_footprint is not None
-        problem = Problem(self.dtype, self.footprint, tuple(self.dims.items())) \
-            if self.asked_footprint is None else \
-            Problem(self.dtype, self.asked_footprint, tuple((self.asked_dims or {}).items()))
+        problem = Problem(self.dtype, self.footprint, tuple(self.dims.items()))
+        if self.asked_footprint is not None:              # measured shrunk: the one asked
+            problem = Problem(self.dtype, self.asked_footprint,
+                              tuple((self.asked_dims or {}).items()))
         shape = () if problem.sized_by_footprint else problem.dims
-        return self.name, self.gpu, self.dtype, problem.footprint, shape, self.cache, shrunk
+        return (self.name, self.gpu, self.dtype, problem.footprint, shape, self.cache,
+                self.asked_footprint is not None)
 
     def is_for(self, kernel: str) -> bool:
         """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path
