@@ -32,7 +32,7 @@ from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
 from sweeper.lookup import RETUNE, TunedConfig, current_gpu, describe, tuned
 from sweeper.matching import gpu_model
-from sweeper.space import Expr, Problem, Space
+from sweeper.space import Expr, Problem, Space, parse
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
 from sweeper.store._claims_file import CLAIMS, LOCK
 from sweeper.tuning import (
@@ -43,6 +43,7 @@ from sweeper.tuning import (
     merged,
     read_tuning,
     tuning_path,
+    written_in,
 )
 from sweeper.winners import UNFINISHED, Pick, Sources, Winners
 
@@ -147,20 +148,25 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     its space's options (``cuda``) is hashed from those the study's space recorded
     (``options``: :func:`recorded_options`).  Where the study's recorded space no longer
     reads here (``recorded``, the caller's :func:`recorded_space`), that is said
-    instead, once: the check is not made, and what the export takes from the space is
-    left out (its footprint rule; its options too where the recorded text gives none)."""
+    instead, once: the check is not made, and what the export takes from the space and
+    the study did not keep is left out (its footprint rule, where the study recorded
+    none: an older sweeper's; its options too where the recorded text gives none)."""
     from sweeper.kernels import source_hash_now
 
     measured = measured_source(meta)
     if isinstance(recorded, SweeperError):
-        unchecked = ("the source of its kernel is not checked against the one it measured, "
-                     "and " if measured is not None else "")
-        taken = "footprint rule" if options else "options and footprint rule"  # its text's
-        warnings.warn(f"study {meta.study}: its space no longer reads here ({recorded}): "
-                      f"{unchecked}what the export takes from it (the kernel's {taken}) is "
-                      "left out; run the export from the folder the study was run in, with "
-                      "the files its space names there", StaleTuningWarning,
-                      stacklevel=user_stacklevel())
+        taken = " and ".join(what for what, kept in (
+            ("options", options), ("footprint rule", _kept_rule(meta.footprint_rule)))
+            if not kept)
+        lost = [*(["the source of its kernel is not checked against the one it measured"]
+                  if measured is not None else []),
+                *([f"what the export takes from it (the kernel's {taken}) is left out"]
+                  if taken else [])]
+        if lost:
+            warnings.warn(f"study {meta.study}: its space no longer reads here ({recorded}): "
+                          f"{', and '.join(lost)}; run the export from the folder the study "
+                          "was run in, with the files its space names there",
+                          StaleTuningWarning, stacklevel=user_stacklevel())
         return
     if measured is None:
         return
@@ -214,14 +220,16 @@ def config_identity(t: TrialRecord) -> str:
 def export_study(store: Storage, path: str | Path | None = None
                  ) -> tuple[Path, list[dict[str, Any]]]:
     """Merge the study's best config per problem into the tuning file (:func:`merged`);
-    return the file and the entries as written."""
+    return the file and the entries as written (a ``.cu`` file's path relative to the
+    tuning file's folder: :func:`~sweeper.tuning.written_in`)."""
     from sweeper.consensus import export_fields
 
     won = study_winners(store)
     by_number = {t.number: t for t in won.trials}
     tops = problem_tops(won)
     recorded = recorded_space(won.meta)                # read once, as the files are now
-    rule = footprint_rule(won.meta.kernel, recorded=recorded)   # once: a user kernel's source
+    rule = footprint_rule(won.meta.kernel, recorded=recorded,   # once: a user kernel's source
+                          kept=won.meta.footprint_rule)
     options = recorded_options(won.meta)
     asked = asked_of(won.meta, recorded)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
@@ -232,11 +240,11 @@ def export_study(store: Storage, path: str | Path | None = None
                for key, pick in won.picks.items()]
     target = tuning_path(path)
     output_file(store, target)               # a device or a folder: refused before work
-    data = merged(read_tuning(target) if target.exists() else EMPTY, entries)
+    data = merged(read_tuning(target) if target.exists() else EMPTY, entries, target.parent)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     warn_without_winner(won)
     warn_source_changed(won.meta, options, recorded)
-    return target, [e.to_json() for e in entries]
+    return target, [written_in(e.to_json(), target.parent) for e in entries]
 
 
 def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
@@ -302,12 +310,16 @@ def kernel_declared(kernel: str) -> type[Kernel] | SweeperError:
 
 
 def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = None,
-                   recorded: Space | SweeperError | None = None) -> Expr | None:
+                   recorded: Space | SweeperError | None = None, kept: str = ""
+                   ) -> Expr | None:
     """Kernel ``kernel``'s footprint over its dimensions and ``itemsize`` (its declared
-    ``footprint_bytes``), read without importing a user's module; ``None`` where it cannot
-    be read there: a user kernel whose source says no ``footprint_bytes`` and left some
-    of its declaration unread (its module gone, the name no declaration there, its
-    ``dims`` not literals) would give the rule of a kernel over ``n`` alone, a guess.
+    ``footprint_bytes``): the rule its study kept as its run had it (``kept``: the
+    study's ``footprint_rule``), so that a kernel whose files are gone or changed since
+    still gives the rule it was measured by; else (a study an older sweeper wrote) read
+    without importing a user's module; ``None`` where it cannot be read there: a user
+    kernel whose source says no ``footprint_bytes`` and left some of its declaration
+    unread (its module gone, the name no declaration there, its ``dims`` not literals)
+    would give the rule of a kernel over ``n`` alone, a guess.
     A kernel that takes its dimensions and footprint as options of the space
     (``cuda``'s ``dims`` and ``footprint_bytes``) has the rule the study's space
     declared (``recorded``: the study's space read again, :func:`recorded_space`);
@@ -316,6 +328,9 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
     read here."""
     from sweeper.core._problem import shape_of
 
+    rule = _kept_rule(kept)
+    if rule is not None:
+        return rule
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return None
@@ -330,19 +345,38 @@ def footprint_rule(kernel: str, declared: type[Kernel] | SweeperError | None = N
         return None
 
 
+def _kept_rule(text: str) -> Expr | None:
+    """The footprint rule a study kept (its ``footprint_rule``), parsed; ``None`` where it
+    kept none (an older sweeper's) or none that parses (a study file edited by hand)."""
+    try:
+        return parse(text) if text else None
+    except (SweeperError, RecursionError):
+        return None
+
+
+def recorded_folder(meta: StudyMeta) -> str | None:
+    """The folder a command that reads the study's recorded space (an export, a worker
+    without a space) reads the space's relative file names from (a ``cuda`` kernel's
+    ``.cu`` file): the one its run read them from (``space_folder``) while it is there;
+    ``None``, where it is not (its project moved, or copied to another machine, with the
+    study) or was not recorded (an older sweeper's study): its ``space_path``'s folder,
+    relative to the working folder."""
+    folder = meta.space_folder
+    return folder if folder and Path(folder).is_dir() else None
+
+
 def recorded_space(meta: StudyMeta | None) -> Space | SweeperError | None:
     """The space the study recorded (its ``space_text``), read again without user code,
-    its files from the folder the run read them from (``space_folder``; a study an older
-    sweeper wrote, from its ``space_path``'s folder, relative to the working folder), or
-    the error that reading raised (its ``.cu`` file gone, its kernel's module not on the
-    import path here); ``None`` where it recorded none."""
+    its files from :func:`recorded_folder`, or the error that reading raised (its
+    ``.cu`` file gone, its kernel's module not on the import path here); ``None`` where
+    it recorded none."""
     from sweeper.space import parse_space
 
     if meta is None or not meta.space_text:
         return None
     try:
         return parse_space(meta.space_text, file=meta.space_path or "<space>",
-                           user_code=False, folder=meta.space_folder or None)
+                           user_code=False, folder=recorded_folder(meta))
     except SweeperError as err:
         return err
 
@@ -364,7 +398,7 @@ def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
             return None
         options = recorded_kernel_options(meta.space_text,
                                           file=meta.space_path or "<space>",
-                                          folder=meta.space_folder or None)
+                                          folder=recorded_folder(meta))
     except SweeperError:
         return None
     return dict(options) or None
@@ -477,7 +511,7 @@ def _space_as_run(meta: StudyMeta, recorded: Space | SweeperError | None) -> Spa
         return space
     try:
         space = parse_space(meta.space_text or "", file=meta.space_path or "<space>",
-                            user_code=False, folder=meta.space_folder or None, overrides=[
+                            user_code=False, folder=recorded_folder(meta), overrides=[
                                 f"{n}=[{', '.join(map(str, meta.axes.get(n, ())))}]"
                                 for n in changed])
     except SweeperError:

@@ -145,8 +145,8 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         raise SweeperError(f"{target}: {clash}; one cache mode per GPU in a module, so that "
                            "no winner stands in for the other's: give another -o")
     data["gpus"][gpu] = section = merged_section(data["gpus"].get(gpu), section)
-    rule = rule_for(footprint_rule(won.meta.kernel, declared, recorded),
-                    next(iter(won.picks)).problem)
+    rule = rule_for(footprint_rule(won.meta.kernel, declared, recorded,
+                                   won.meta.footprint_rule), next(iter(won.picks)).problem)
     if rule is not None:                    # a grid over n or footprint at other dims
         data["footprint"] = rule
     module = target.stem if target.stem.isidentifier() and not iskeyword(target.stem) \
@@ -356,9 +356,14 @@ def cache_clash(old: dict[str, Any] | None, new: dict[str, Any]) -> str | None:
 def merged_section(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     """``new``, one study's section of a GPU, with the winners of ``old`` (the GPU's
     section already in the module, from other studies) for the problems ``new`` has not
-    measured; its ranked configs are then those of every winner's top configs."""
+    tuned for; its ranked configs are then those of every winner's top configs.  A
+    winner measured shrunk (``asked_dims``) is for the problem asked, as measured shrunk,
+    as a tuning entry's key has it (:attr:`~sweeper.tuning.TuningEntry.key`); those
+    measured at their own problem come first, which ``pick`` takes of two at one
+    problem, as :func:`sweeper.tuned` does."""
     def problem(w: dict[str, Any]) -> str:
-        return json.dumps([w["dtype"], w["dims"]], sort_keys=True)
+        return json.dumps([w["dtype"], w.get("asked_dims") or w["dims"], "asked_dims" in w],
+                          sort_keys=True)
 
     old = old or {}
     mine = {problem(w) for w in new["winners"]}
@@ -366,7 +371,7 @@ def merged_section(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str,
             if problem(w) not in mine]
     if not kept:
         return new
-    winners = kept + new["winners"]
+    winners = sorted(kept + new["winners"], key=lambda w: "asked_dims" in w)
 
     def config(c: dict[str, Any]) -> dict[str, Any]:
         return {k: c[k] for k in CONFIG_FIELDS if k in c}

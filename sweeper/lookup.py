@@ -214,12 +214,16 @@ class Tuning:
         """The entries for ``kernel`` in ``dtype`` (over ``dims``' names) measured in the
         cache mode ``cache`` names (with how to ask for another) of the GPU
         :func:`~sweeper.matching.match_gpu` chooses; none is refused (``option``: how to
-        ask for another GPU, where this one was not named)."""
+        ask for another GPU, where this one was not named).  Those measured at the
+        problem they were tuned for come first, so that of two tuned at one problem (the
+        nearest's ties go to the first) a lookup takes the one measured there for it, not
+        one measured there in place of a larger problem (shrunk: ``asked_footprint``)."""
         mode, cache_option = cache
         mine = self.kernel_entries(kernel)
         shaped = [i for i in mine if self.entries[i].dtype == dtype and
                   (dims is None or set(self.entries[i].dims) == set(dims))]
-        ours = [i for i in shaped if self.entries[i].cache == mode]
+        ours = sorted((i for i in shaped if self.entries[i].cache == mode),
+                      key=lambda i: self.entries[i].asked_footprint is not None)
         matched = match_gpu(self.entries, ours, gpu, capability)
         other = match_gpu(self.entries, [i for i in shaped if i not in ours], gpu, capability)
         if matched is None and other is not None:

@@ -475,8 +475,9 @@ def space_file_kept(meta: StudyMeta, space: Space) -> dict[str, str]:
 def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
                  ) -> dict[str, Any]:
     """What a resume records in study.json as the study's own: this run's fingerprint
-    (``wanted``), device note (a replay's names its table), space and measurement, so
-    that the next run is checked against them.
+    (``wanted``), device note (a replay's names its table), space (with its kernel's
+    footprint rule, which an export keeps) and measurement, so that the next run is
+    checked against them.
     A resume is allowed where they match or with ``--force``, which so adopts the new
     settings: the same command run again resumes without it (what it changed is kept in
     ``forced``)."""
@@ -484,7 +485,7 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
     return {"fingerprint": dict(wanted), "kernel_source_hash": wanted["kernel_source"],
             "device_note": device.note, "space_path": space.path,
             "space_folder": space.folder, "space_text": space.text,
-            "space_sha256": space.sha256,
+            "space_sha256": space.sha256, "footprint_rule": space.shape.footprint.text,
             "measure": vars(spec), "measure_requested": vars(space.measure),
             "measure_text": spec.describe()}
 

@@ -159,7 +159,9 @@ class TuningEntry(LaunchConfig, Record):
     tuned: str | None = None
     #: the options of a built-in kernel built from its space's options (``cuda``'s
     #: source, entry, reference ...; ``torch-op``'s op), as its study's space gave them,
-    #: so a lookup hashes its source now as the run did; none for any other kernel
+    #: so a lookup hashes its source now as the run did; none for any other kernel.  The
+    #: file keeps ``cuda``'s source relative to its folder (:func:`written_in`), read back
+    #: absolute (:func:`read_in`)
     kernel_options: dict[str, str] | None = None
     #: the problem the study's space asked for, where its device measured a smaller one
     #: (the interpreter's cap on footprints): its dimensions and footprint; ``dims`` and
@@ -186,7 +188,8 @@ class TuningEntry(LaunchConfig, Record):
         its space's options is named by those of its kept options that tell one such
         kernel from another (its declaration's ``named_by``), as every CUDA C kernel is
         the one built-in ``cuda`` and every torch op ``torch-op``: ``cuda:SOURCE:ENTRY``
-        (``cuda:/work/a/copy.cu:copy``: the file's path as its kept options give it, so
+        (``cuda:/work/a/copy.cu:copy``: the file's path as its kept options give it, read
+        from the tuning file's folder where it keeps it relative, :func:`read_in`, so
         two ``.cu`` files of one name in different folders are two kernels; a lookup may
         give as much of the path's end as tells them apart, :meth:`is_for`),
         ``torch-op:OP`` (``torch-op:torch.nn.functional.gelu``); any other (or such an
@@ -195,12 +198,21 @@ class TuningEntry(LaunchConfig, Record):
 
     @property
     def key(self) -> tuple[Any, ...]:
-        """What the entry is for; a problem sized by its footprint alone (a 1-D kernel's
-        ``n``, or an entry older than dimensions) is keyed by the footprint, so the two
-        agree."""
+        """What the entry is for, which an export replaces: its kernel, GPU, dtype, the
+        problem it was tuned for (a problem sized by its footprint alone, a 1-D kernel's
+        ``n`` or an entry older than dimensions, by the footprint, so the two agree) and
+        cache mode.  An entry measured shrunk (``asked_footprint``: the interpreter's cap)
+        was tuned for the problem its space asked, and is keyed by it and as measured
+        shrunk: it replaces another such entry for that problem alone, never one measured
+        at its own size, neither of the problem it measured in its place nor of the one
+        asked."""
         problem = Problem(self.dtype, self.footprint, tuple(self.dims.items()))
-        dims = () if problem.sized_by_footprint else problem.dims
-        return self.name, self.gpu, self.dtype, self.footprint, dims, self.cache
+        if self.asked_footprint is not None:              # measured shrunk: the one asked
+            problem = Problem(self.dtype, self.asked_footprint,
+                              tuple((self.asked_dims or {}).items()))
+        shape = () if problem.sized_by_footprint else problem.dims
+        return (self.name, self.gpu, self.dtype, problem.footprint, shape, self.cache,
+                self.asked_footprint is not None)
 
     def is_for(self, kernel: str) -> bool:
         """Whether the entry is for ``kernel``: by its name, or by the ``module:attr`` path
@@ -423,12 +435,43 @@ def read_tuning(path: Path) -> TuningFile:
         if problem:
             raise TuningFileError(f"{problem}; `sweeper export STUDY` writes a complete "
                                   "entry", file=where, entry=i, name=entry_name(entry))
-        entries.append(TuningEntry.from_json(entry))
+        entries.append(TuningEntry.from_json(read_in(entry, path.parent)))
     return TuningFile(entries, data)
 
 
-def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
-    """The JSON of ``old`` with ``new`` added, each replacing an entry of the same kernel
+def written_in(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``entry`` (a :class:`TuningEntry`'s JSON) as a tuning file in ``folder`` keeps it:
+    the file its kernel's options name (``cuda``'s ``source``, absolute as its study's
+    space resolved it) relative to that folder, so that the tuning file moved or copied
+    with that file (a checkout moved, another machine) names the same kernel
+    (:attr:`TuningEntry.name`) and finds its source to compare; ``entry`` itself where
+    it names none, or none a relative path reaches (another drive)."""
+    options = entry.get("kernel_options") or {}
+    source = options.get("source")
+    if not source or not os.path.isabs(source):
+        return entry
+    try:
+        relative = os.path.relpath(source, Path(folder).resolve())
+    except ValueError:
+        return entry
+    return {**entry, "kernel_options": {**options, "source": relative}}
+
+
+def read_in(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``entry`` (checked JSON) as read from a tuning file in ``folder``: :func:`written_in`
+    undone, its kernel's file absolute from that folder; an absolute one (an older
+    sweeper's) as it is."""
+    options = entry.get("kernel_options") or {}
+    source = options.get("source")
+    if not source or os.path.isabs(source):
+        return entry
+    absolute = os.path.normpath(Path(folder).resolve() / source)
+    return {**entry, "kernel_options": {**options, "source": absolute}}
+
+
+def merged(old: TuningFile, new: list[TuningEntry], folder: Path) -> dict[str, Any]:
+    """The JSON of ``old`` with ``new`` added (as a tuning file in ``folder`` keeps them,
+    :func:`written_in`), each replacing an entry of the same kernel
     (:attr:`TuningEntry.name`, so one an older sweeper keyed by the kernel's
     ``module:attr`` path too) for the same problem; another kernel of the same name (a
     ``cuda`` kernel of another ``.cu`` file, one of the same name in another folder too,
@@ -437,7 +480,7 @@ def merged(old: TuningFile, new: list[TuningEntry]) -> dict[str, Any]:
     keys = {e.key for e in new}
     kept = [raw for entry, raw in zip(old.entries, old.data["entries"], strict=True)
             if entry.key not in keys and not any(_moved(entry, e) for e in new)]
-    return {**old.data, "entries": kept + [e.to_json() for e in new]}
+    return {**old.data, "entries": kept + [written_in(e.to_json(), folder) for e in new]}
 
 
 def _moved(old: TuningEntry, new: TuningEntry) -> bool:
@@ -464,5 +507,4 @@ EMPTY = TuningFile([], {"version": FORMAT_VERSION, "entries": []})
 __all__ = ["DEFAULT_TUNING", "EMPTY", "FORMAT_VERSION", "LAUNCH_OPTIONS", "MAX_GRID",
            "SOURCE_HASH", "SUPPORTED_VERSIONS", "LaunchConfig", "TopConfig", "TuningEntry",
            "TuningFile", "entry_name", "entry_problem", "kernel_name", "merged", "names_kernel",
-           "read_tuning",
-           "tuning_path"]
+           "read_in", "read_tuning", "tuning_path", "written_in"]

@@ -378,7 +378,7 @@ def test_a_cuda_kernels_entry_keeps_its_options_when_its_cu_file_is_gone(tmp_pat
     (tmp_path / "copy.cu").unlink()
     [entry] = export_study(store, tmp_path / "tuning.json")[1]
     assert entry["kernel_options"] == kept["kernel_options"]
-    assert entry["kernel_options"]["source"] == str((tmp_path / "copy.cu").resolve())
+    assert entry["kernel_options"]["source"] == "copy.cu"     # beside the tuning file
     assert entry["kernel_options"]["entry"] == "copy"
     asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": GPU,
              "path": tmp_path / "tuning.json"}
@@ -533,7 +533,7 @@ def test_a_file_a_base_space_names_is_read_from_the_base_s_folder_by_every_reade
     assert main(["export", "x", "--studies-dir", "../st", "-o", "tuning.json"]) == 0
     assert capsys.readouterr().err == ""
     [entry] = json.loads((tmp_path / "b" / "tuning.json").read_text())["entries"]
-    assert entry["kernel_options"]["source"] == str(base / "copy.cu")
+    assert entry["kernel_options"]["source"] == "../a/spaces/sub/copy.cu"   # from b
     assert entry["footprint_expr"] == "m * n * itemsize"
     common = ["--study", "x", "--studies-dir", "../st", "--device",
               f"replay:{tmp_path / 'a' / 't.csv'}"]
@@ -551,7 +551,9 @@ def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
     folder that ran it, and the folder its files were read from, absolute: an export run
     from another folder reads the ``.cu`` file the run read, so its entries keep the
     kernel's options and footprint rule, and an edit of that file is told, never skipped
-    without a word; where the file is gone, one line says what the export leaves out."""
+    without a word.  Where the file is gone, the entry keeps the footprint rule the study
+    recorded as it ran (it was left out: a lookup at other dimensions could not compute a
+    grid over ``n``), and one line says the source is not checked."""
     from sweeper.cli import main
 
     run = cuda_project(tmp_path)
@@ -563,7 +565,7 @@ def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
     assert main(export) == 0
     assert capsys.readouterr().err == ""
     [entry] = json.loads((tmp_path / "b" / "tuning.json").read_text())["entries"]
-    assert entry["kernel_options"]["source"] == str(tmp_path / "a" / "kern" / "copy.cu")
+    assert entry["kernel_options"]["source"] == "../a/kern/copy.cu"     # from b's tuning
     assert entry["footprint_expr"] == "m * n * itemsize"
     cu = tmp_path / "a" / "kern" / "copy.cu"
     cu.write_text(cu.read_text() + "// edited\n")
@@ -576,10 +578,106 @@ def test_an_export_from_another_folder_reads_the_space_s_files_as_the_run_did(
     assert err.count("\n") == 1 and err.startswith(
         f"sweeper: warning: study x: its space no longer reads here (spaces/x.yaml:4: "
         f"kernel.source: no file {cu}; ") and err.endswith(
-        "the source of its kernel is not checked against the one it measured, and what the "
-        "export takes from it (the kernel's footprint rule) is left out; run "
-        "the export from the folder the study was run in, with the files its space names "
+        "the source of its kernel is not checked against the one it measured; run the "
+        "export from the folder the study was run in, with the files its space names "
         "there\n")
+    [entry] = json.loads((tmp_path / "b" / "tuning.json").read_text())["entries"]
+    assert entry["footprint_expr"] == "m * n * itemsize"
+    assert json.loads((tmp_path / "st" / "x" / "study.json").read_text())[
+        "footprint_rule"] == "m * n * itemsize"
+
+
+INTERPRETED = """
+study: {study}
+kernel: copy
+sampler: exhaustive
+params: {{grid: [sms], block: [128], BLOCK: [{BLOCK}], dtype: [float32],
+         footprint: [{footprint}]}}
+measure: {{warmup: 1, repeat: 2, stop: fixed}}
+"""
+
+
+def test_a_winner_measured_shrunk_never_replaces_one_measured_at_its_size(
+        tmp_path, monkeypatch, capsys):
+    """The interpreter measures a 1 MiB copy as 16 KiB: its winner is for 1 MiB, and an
+    export of it replaced another study's winner of 16 KiB measured at that size (and a
+    later export of that one replaced it back, so the 1 MiB asked was no longer tuned).
+    Both are kept now, each replaced only by a winner for its own problem; a lookup at
+    16 KiB takes the one measured there for it, at 1 MiB the one tuned for it, and the
+    export's line names the problem a winner is for and the one measured."""
+    from sweeper.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for name, block, footprint in (("big", 1024, "1MiB"), ("small", 256, "16KiB")):
+        (tmp_path / f"{name}.yaml").write_text(
+            INTERPRETED.format(study=name, BLOCK=block, footprint=footprint))
+        assert main(["run", f"{name}.yaml", "--device", "interpret", "--quiet",
+                     "--no-report"]) == 0
+    capsys.readouterr()
+    for name in ("big", "small", "big", "small"):
+        assert main(["export", f"studies/{name}-interpret", "-o", "tuning.json"]) == 0
+    out = capsys.readouterr().out
+    assert "copy float32 1MiB (measured as 16KiB, shrunk to fit its device) on Triton " \
+        "interpreter (CPU): #0 " in out
+    assert "copy float32 16KiB on Triton interpreter (CPU): #0 " in out
+    entries = json.loads((tmp_path / "tuning.json").read_text())["entries"]
+    assert sorted((e["study"], e["footprint"], e.get("asked_footprint")) for e in entries) \
+        == [("big-interpret", 16 << 10, 1 << 20), ("small-interpret", 16 << 10, None)]
+    asked = {"dtype": "float32", "gpu": "Triton interpreter (CPU)", "path": "tuning.json"}
+    small = tuned("copy", footprint=16 << 10, **asked)
+    assert (small.study, small.meta, small.distance) == ("small-interpret", {"BLOCK": 256}, 0)
+    big = tuned("copy", footprint=1 << 20, **asked)
+    assert (big.study, big.meta, big.distance) == ("big-interpret", {"BLOCK": 1024}, 0)
+
+
+def test_a_cuda_kernels_entry_is_named_the_same_once_its_project_moved(
+        tmp_path, monkeypatch, capsys):
+    """A ``cuda`` kernel is named by its ``.cu`` file, which the tuning file keeps relative
+    to its own folder (it kept the path absolute: moved with its project, or copied to
+    another machine, the file named no kernel there, its source was no longer compared,
+    and an export of the moved study named the folder it had left); the study's files,
+    its recorded folder gone, are read from its space's path in the working folder, as
+    an older study's are.  An entry an older sweeper wrote with an absolute path is read
+    as it is, and replaced by an export of the same kernel."""
+    import shutil
+    import warnings
+
+    from sweeper.cli import main
+    from sweeper.errors import StaleTuningWarning
+
+    run = cuda_project(tmp_path)
+    run[run.index("--studies-dir") + 1] = "studies"          # the studies in the project
+    monkeypatch.chdir(tmp_path / "a")
+    assert main(run) == 0
+    export = ["export", "studies/x", "-o", "tuning.json"]
+    assert main(export) == 0
+    [entry] = json.loads((tmp_path / "a" / "tuning.json").read_text())["entries"]
+    assert entry["kernel_options"]["source"] == "kern/copy.cu"
+    shutil.move(tmp_path / "a", tmp_path / "c")               # the project moved
+    monkeypatch.chdir(tmp_path / "c")
+    cu = (tmp_path / "c" / "kern" / "copy.cu").resolve()
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": "replay: NVIDIA H200",
+             "path": "tuning.json"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = tuned("cuda:kern/copy.cu:copy", **asked)
+    assert found.name == f"cuda:{cu}:copy" and not found.stale
+    cu.write_text(cu.read_text() + "// edited\n")             # compared where it is now
+    with pytest.warns(StaleTuningWarning, match="earlier source of cuda"):
+        assert tuned("cuda:copy.cu:copy", **asked).stale
+    capsys.readouterr()
+    assert main(export) == 0                                  # the moved study, from here
+    assert "the source of cuda changed since the study measured it" in capsys.readouterr().err
+    [entry] = json.loads((tmp_path / "c" / "tuning.json").read_text())["entries"]
+    assert entry["kernel_options"]["source"] == "kern/copy.cu"
+    assert entry["footprint_expr"] == "m * n * itemsize"
+    older = {**entry, "kernel_options": {**entry["kernel_options"], "source": str(cu)}}
+    (tmp_path / "c" / "tuning.json").write_text(json.dumps({"version": 1,
+                                                            "entries": [older]}))
+    assert tuned("cuda:copy.cu:copy", **asked).name == f"cuda:{cu}:copy"   # warned above
+    assert main(export) == 0
+    [entry] = json.loads((tmp_path / "c" / "tuning.json").read_text())["entries"]
+    assert entry["kernel_options"]["source"] == "kern/copy.cu"
 
 
 def test_a_study_records_its_space_s_folder_resolved_from_any_working_folder(

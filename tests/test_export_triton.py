@@ -486,6 +486,36 @@ def test_a_winner_measured_shrunk_is_picked_exactly_by_the_problem_asked(tmp_pat
     assert mod.pick(n=1 << 29).kwargs["BLOCK"] == 1024    # nearest measured: n=4096
 
 
+def test_a_winner_measured_shrunk_never_replaces_one_measured_at_its_size(tmp_path,
+                                                                         write_space):
+    """A module holds one winner per problem a GPU was tuned for: a study measuring 1 MiB
+    as 16 KiB (n=4096) exported after one measuring 16 KiB at that size replaced its
+    winner; both are kept now, and pick(n=4096) is the one measured there for it,
+    pick(n=2**18) the one tuned for 1 MiB, in either order of export."""
+    for name, block, footprint in (("small", 256, "16KiB"), ("big", 1024, "1MiB")):
+        space = write_space(f"""
+            study: {name}
+            kernel: copy
+            sampler: exhaustive
+            params: {{grid: [sms], block: [128], BLOCK: [{block}], footprint: [{footprint}]}}
+            measure: {{warmup: 1, repeat: 2, stop: fixed}}
+        """, f"{name}.yaml")
+        assert main(["run", str(space), "--device", "interpret", "--studies-dir",
+                     str(tmp_path / "studies"), "--quiet", "--no-report"]) == 0
+    for order in (("small", "big"), ("big", "small")):
+        out = tmp_path / f"tuned_{order[0]}_first.py"
+        for name in (*order, *order):
+            assert main(["export", str(tmp_path / "studies" / f"{name}-interpret"),
+                         "--format", "triton", "-o", str(out)]) == 0
+        mod = load(out)
+        winners = mod.WINNERS["Triton interpreter (CPU)"]
+        assert sorted((w["study"], w["dims"]["n"], w.get("asked_dims", {}).get("n"))
+                      for w in winners) == [("big-interpret", 4096, 1 << 18),
+                                            ("small-interpret", 4096, None)]
+        assert mod.pick(n=4096).kwargs["BLOCK"] == 256, order
+        assert mod.pick(n=1 << 18).kwargs["BLOCK"] == 1024, order
+
+
 def test_a_dimension_given_by_p_in_place_of_the_footprint_keeps_the_problem_asked(
         tmp_path, write_space):
     """A space that leaves copy's size to its default footprint, run with ``-p n=2**20``:

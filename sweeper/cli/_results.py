@@ -113,9 +113,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     for e in entries:
         unit = Headline(e["headline"]).unit
         size = Problem(e["dtype"], e["footprint"], tuple(e["dims"].items())).describe()
-        if e.get("asked_footprint"):        # measured shrunk: the problem asked for too
-            size += " (asked " + Problem(e["dtype"], e["asked_footprint"], tuple(
-                e.get("asked_dims", {}).items())).describe() + ")"
+        if e.get("asked_footprint"):        # measured shrunk: for the problem asked
+            size = Problem(e["dtype"], e["asked_footprint"], tuple(
+                e.get("asked_dims", {}).items())).describe() + \
+                f" (measured as {size}, shrunk to fit its device)"
         print(printable(f"{e['kernel']} {e['dtype']} {size} on {e['gpu']}: "
                         f"#{e['trial']} {launch_text(e['grid_expr'], e['block'], e['meta'])}: "
                         f"median {e['median_ms']:.4g} ms, {e['rate']:.4g} {unit} "

@@ -101,12 +101,13 @@ def _space_of(options: WorkerOptions, store: Storage) -> tuple[Any, Any]:
         raise StudyError(f"{store.location}: no study {options.study!r} yet; give its space "
                          "file to create it (sweeper worker SPACE --study NAME ...)")
     from sweeper.devices import device_class, open_device
+    from sweeper.export import recorded_folder
     from sweeper.space import parse_space
 
     meta = store.study_meta()
     os.environ.update(device_class(options.device).sets_env)
     space = parse_space(str(meta.space_text), file=str(meta.space_path),
-                        default_study=options.study, folder=meta.space_folder or None)
+                        default_study=options.study, folder=recorded_folder(meta))
     device = open_device(options.device)
     device.check_space(space)
     return space, device

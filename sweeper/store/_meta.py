@@ -66,6 +66,11 @@ class StudyMeta:
     space_folder: str = ""
     space_text: str = ""
     space_sha256: str = ""
+    #: the kernel's footprint over its dimensions and ``itemsize`` as the run had it (its
+    #: ``footprint_bytes``), which an export keeps in each tuning entry without reading
+    #: the kernel's files again (a ``cuda`` kernel's ``.cu`` file may be gone since);
+    #: empty in a study an older sweeper wrote, whose export reads it from them
+    footprint_rule: str = ""
     headline: str = "gbps"
     measure_text: str = ""
     device_note: str | None = None
