@@ -105,6 +105,9 @@ class Budgets:
         #: ones (another ``-p``, a value ``--force`` dropped): they spend the trial budget
         #: but leave every valid config still to measure
         self.outside = 0
+        #: configs asked for ahead and dropped unmeasured at a stop: the sampler counts
+        #: them as proposed, a resume proposes them again
+        self.dropped = 0
         #: per problem measured: the medians (ms) and their 95 % intervals of its ``ok``
         #: trials, fastest first, whose finals the time budget keeps time for
         #: (:meth:`keep_for_finals`)
@@ -290,11 +293,13 @@ class Budgets:
     def left(self, study: optuna.Study) -> tuple[int, bool]:
         """The configs a run of the same command would still measure under the trial
         budget, and whether that is exact: an exhaustive sampler's configs not yet in
-        ``study``; for any other, the valid configs not yet measured (``False``: at
-        most that many, as such a sampler may stop before it has tried them all)."""
+        ``study``, and those asked ahead but dropped at the stop; for any other, the valid
+        configs not yet measured (``False``: at most that many, as such a sampler may stop
+        before it has tried them all)."""
         sampler = study.sampler
         exact = isinstance(sampler, ExhaustiveSampler)
-        left = sampler.remaining(study) if isinstance(sampler, ExhaustiveSampler) else \
+        left = sampler.remaining(study) + self.dropped if isinstance(
+            sampler, ExhaustiveSampler) else \
             max(0, self.valid - self.measured + self.outside - self.held)
         if self.max_trials is not None:
             left = min(left, max(0, self.max_trials - self.measured))

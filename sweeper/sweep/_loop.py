@@ -472,6 +472,7 @@ class Sweep:
         """The configs asked for ahead that no worker took (Ctrl-C, the time budget) are
         told failed to the sampler and never journaled: a resume proposes them again."""
         for job in run.asked.drop():
+            run.budgets.dropped += 1
             for trial in run.waiting.pop(key_of(job.choice), []):
                 run.study.tell(trial, state=TrialState.FAIL)
 
