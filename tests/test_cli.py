@@ -454,6 +454,24 @@ def test_the_executable_leaves_as_python_would_less_the_teardown():
                                                            "err")
 
 
+def test_a_signal_while_the_executable_leaves_ends_it_with_its_status_and_no_traceback():
+    """A second Ctrl-C that comes while ``leave`` runs the exit hooks (after a first one
+    stopped the sweep and the summary was printed) printed ``Exception ignored in atexit
+    callback`` and a traceback ending in KeyboardInterrupt; now the process ends at once
+    with the command's status, its output flushed.  A SIGTERM alike."""
+    for sig in ("SIGINT", "SIGTERM"):
+        code = ("import atexit, os, signal, sys, time\n"
+                "from sweeper.cli import leave\n"
+                "atexit.register(lambda: print('not reached'))\n"
+                f"atexit.register(lambda: (os.kill(os.getpid(), signal.{sig}), "
+                "time.sleep(5)))\n"
+                "print('out'); sys.stderr.write('err')\n"
+                "leave(130)\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=False, cwd=ROOT, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (130, "out\n", "err"), sig
+
+
 def test_report_says_which_configs_failed_as_run_does(write_space, tmp_path, capsys):
     """``sweeper report`` prints the ``failed:`` line ``sweeper run`` printed, not only
     report.md; a study with no failure prints none."""

@@ -85,18 +85,30 @@ def leave(status: int) -> None:
     freeing every module and object one by one: with torch, pandas and matplotlib loaded
     that took 0.65 s on the H200 machine after a `sweeper run` had written everything.
     Nothing of the study is left in memory by then: the journal is written and synced as
-    each trial ends."""
+    each trial ends.  A Ctrl-C or SIGTERM meanwhile (a second Ctrl-C after the summary)
+    ends it at once with ``status``, its output flushed: there is nothing left to stop,
+    and it would otherwise print a traceback from whichever exit hook it interrupted."""
     import atexit
+    import signal
     import threading
 
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda signum, frame: _exit_now(status))
     shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is not None and threading.current_thread() is threading.main_thread():
+    if shutdown is not None and main_thread:
         shutdown()
     else:                               # not the interpreter's main thread: join by hand
         for thread in threading.enumerate():
             if thread is not threading.current_thread() and not thread.daemon:
                 thread.join()
     atexit._run_exitfuncs()
+    _exit_now(status)
+
+
+def _exit_now(status: int) -> None:
+    """Flush the output and end the process with ``status``."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):   # a closed pipe: nothing to say
             stream.flush()
