@@ -31,13 +31,14 @@ handed to the engine, :mod:`sweeper.engine`), ``_worker`` (``worker``, ``copy-st
 before a command runs, and this module imports none of them at all (the parser and the
 engine's names are imported by :func:`main`): the ``sweeper`` executable imports it before
 :func:`main` can catch anything, so a Ctrl-C while the rest loads is one line and exit 130
-as anywhere else, never a traceback.
+as anywhere else (a SIGTERM 143), never a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -61,11 +62,19 @@ __all__ = ["EXIT_CONFIGS_FAILED", "console", "leave", "main"]
 def console() -> None:
     """The ``sweeper`` executable: :func:`main` on the process's arguments, then exit
     without the interpreter's teardown (:func:`leave`), unless a profiler, debugger or
-    coverage tool is watching (it writes its results after the program returns)."""
+    coverage tool is watching (it writes its results after the program returns).  A
+    SIGTERM is taken as a Ctrl-C is wherever no sweep stops on it (while the command
+    loads, opens its study, writes its report): one line and exit 143, where it killed
+    the command silently."""
+    signal.signal(signal.SIGTERM, _terminated)
     status = main()
     if not _watched():
         leave(status)
     sys.exit(status)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
 def _watched() -> bool:
@@ -126,9 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SweeperError as err:         # a bad option or value: one line, as any bad input
         print(err, file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:           # while the commands load: before any trial
+    except KeyboardInterrupt as err:    # while the commands load: before any trial
         print(ctrl_c_line(ABORTED), file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if isinstance(err, Terminated) else EXIT_INTERRUPTED
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     args.from_shell = argv is None     # the command itself, not a call from Python
     # --debug: worker processes inherit it, so a failed trial prints its traceback
