@@ -61,8 +61,9 @@ def test_ctrl_c_drops_the_config_asked_ahead_and_a_resume_measures_it_once(
         write_space, tmp_path, monkeypatch):
     """Slow (~16 s: two sweeps, each a worker process).  Ctrl-C while the first trial
     runs: that trial is kept, the config asked for behind it goes to no worker and is not
-    journaled; resuming measures every other config exactly once, under a trial budget
-    that counts the configs asked ahead."""
+    journaled, and is counted among those left (it was told 5 of 6 configs were left
+    for the next run, not 4); resuming measures every other config exactly once, under a
+    trial budget that counts the configs asked ahead."""
     stop = StopFlag()
     real_next = _workers.Workers.next_outcome
 
@@ -76,6 +77,7 @@ def test_ctrl_c_drops_the_config_asked_ahead_and_a_resume_measures_it_once(
                                  processes=True, stop=stop)
     assert summary.stopped_by == "interrupted (Ctrl-C)"
     assert summary.measured == len(_measured(store)) == 1
+    assert summary.left == (5, True)
     monkeypatch.setattr(_workers.Workers, "next_outcome", real_next)
     events = _events(monkeypatch)
     from sweeper.kernels import load_kernel

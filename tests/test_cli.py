@@ -412,15 +412,18 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_ctrl_c_while_the_command_loads_is_one_line_and_130(small_space, tmp_path):
+@pytest.mark.parametrize(("signal_", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_ctrl_c_while_the_command_loads_is_one_line_and_130(signal_, status, small_space,
+                                                            tmp_path):
     """A Ctrl-C before the first trial, while the executable imports what its commands need
     (here as numpy loads, what the parser's import reaches first), ends it as a Ctrl-C
-    anywhere does: one line, exit 130, nothing written, no traceback."""
-    code = ("import importlib.abc, runpy, sys\n"
+    anywhere does: one line, exit 130, nothing written, no traceback.  A SIGTERM alike,
+    with 143: it killed the command silently there (and while it wrote its report)."""
+    code = ("import importlib.abc, os, runpy, signal, sys\n"
             "class CtrlC(importlib.abc.MetaPathFinder):\n"
             "    def find_spec(self, name, path, target=None):\n"
             "        if name == 'numpy':\n"
-            "            raise KeyboardInterrupt\n"
+            f"            os.kill(os.getpid(), signal.{signal_})\n"
             "sys.meta_path.insert(0, CtrlC())\n"
             "sys.argv = ['sweeper', *sys.argv[1:]]\n"
             "runpy.run_module('sweeper', run_name='__main__', alter_sys=True)\n")
@@ -431,7 +434,7 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_130(small_space, tmp_pat
                            "interpret"], capture_output=True, text=True, check=False,
                           cwd=tmp_path / "here", env=env, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (
-        130, "", "sweeper: aborted; every finished trial is kept\n")
+        status, "", "sweeper: aborted; every finished trial is kept\n")
     assert list((tmp_path / "here").iterdir()) == []
 
 
@@ -452,6 +455,24 @@ def test_the_executable_leaves_as_python_would_less_the_teardown():
                           check=False, cwd=ROOT, timeout=60)   # an idle pool would hang
     assert (done.returncode, done.stdout, done.stderr) == (3, "pool\nout\nthread\natexit\n",
                                                            "err")
+
+
+def test_a_signal_while_the_executable_leaves_ends_it_with_its_status_and_no_traceback():
+    """A second Ctrl-C that comes while ``leave`` runs the exit hooks (after a first one
+    stopped the sweep and the summary was printed) printed ``Exception ignored in atexit
+    callback`` and a traceback ending in KeyboardInterrupt; now the process ends at once
+    with the command's status, its output flushed.  A SIGTERM alike."""
+    for sig in ("SIGINT", "SIGTERM"):
+        code = ("import atexit, os, signal, sys, time\n"
+                "from sweeper.cli import leave\n"
+                "atexit.register(lambda: print('not reached'))\n"
+                f"atexit.register(lambda: (os.kill(os.getpid(), signal.{sig}), "
+                "time.sleep(5)))\n"
+                "print('out'); sys.stderr.write('err')\n"
+                "leave(130)\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=False, cwd=ROOT, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr) == (130, "out\n", "err"), sig
 
 
 def test_report_says_which_configs_failed_as_run_does(write_space, tmp_path, capsys):

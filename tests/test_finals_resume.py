@@ -223,3 +223,37 @@ def test_a_final_held_among_fewer_configs_than_the_problems_best_does_not_decide
     (pick,) = Winners.of(store).picks(store.records()[0]).values()
     assert pick.final is not None and best.number in {r.number for r in pick.final.finalists}
     assert Winners.of(store).missing(store.records()[0]) == []
+
+
+def test_a_final_lost_with_its_worker_is_named_by_its_problem_and_left_to_the_next_run(
+        write_space, tmp_path):
+    """A worker process killed during a final (one GPU): the line names the problem as the
+    summary does (it showed ``ProblemKey(dtype='float32', ...)``) and says the next run
+    measures that final, which the same command then does."""
+    from sweeper.sweep._finals import run_finals
+    from sweeper.sweep._summary import SilentReporter
+    from sweeper.sweep._workers import FinalsOutcome, Workers
+
+    class Killed:
+        slot = "GPU 0 (Triton interpreter (CPU))"
+
+        def submit_finals(self, job):
+            pass
+
+        def finals_result(self, on_round=None):
+            return FinalsOutcome(None, error="the worker process died during the finals "
+                                             "(killed by SIGKILL; no output)")
+
+    path = write_space(TWO_PROBLEMS)
+    sweep, store = _sweep(path, tmp_path / "s", finals=False)
+    sweep.run()
+    trials = store.records()[0]
+    missing = Winners.of(store).missing(trials)
+    finals, lost = run_finals(trials, missing, Workers([Killed()]), store, 0, None,
+                              lambda extras: None, SilentReporter())
+    assert finals == [] and lost == [
+        f"GPU 0 (Triton interpreter (CPU)), float32 {size} cold: the worker process died "
+        "during the finals (killed by SIGKILL; no output); its final is left for the next "
+        "run (run the same command to measure it)" for size in ("4KiB", "8KiB")]
+    summary = _sweep(path, tmp_path / "s")[0].run()
+    assert len(summary.finals) == 2 and not Winners.of(store).missing(trials)

@@ -668,6 +668,37 @@ def test_a_resume_with_other_p_overrides_continues_the_study_without_force(
         sum(t.choice["block"] == "32" for t in trials) > 0
 
 
+@pytest.mark.parametrize("sampler", ["random", "auto", "exhaustive"])
+def test_trials_of_configs_this_run_s_space_lacks_do_not_make_it_complete(
+        sampler, tmp_path, monkeypatch, capsys):
+    """A sampler without a plan counts the configs left as the valid ones less those
+    measured, and the progress bar starts at those measured: the study's trials of
+    configs this run's space lacks (another ``-p``, a value ``--force`` dropped) are none
+    of them.  Counted, 12 trials at ``block=32,64`` made the 6 configs at ``block=128``
+    complete with none measured (``random``, ``auto``), and started the bar at 6/6."""
+    from sweeper.cli import main
+    from sweeper.sweep import _summary
+
+    monkeypatch.chdir(ROOT)
+    bars: list[tuple[int, int]] = []
+    monkeypatch.setattr(_summary.SilentReporter, "start",
+                        lambda self, total, done, best=None: bars.append((total, done)))
+    space = tmp_path / "s.yaml"
+    space.write_text((ROOT / "spaces" / "copy.yaml").read_text().replace(
+        "sampler: exhaustive", f"sampler: {sampler}"))
+    run, _ = _narrow_copy(tmp_path, "32,64")
+    run[1] = str(space)
+    assert main(run) == 0
+    other = [*run[:run.index("-p")], "-p", "BLOCK=1024", "-p", "block=128",
+             *run[run.index("--device"):]]
+    capsys.readouterr()
+    assert main(other) == 0
+    assert "done: 6 measured" in capsys.readouterr().out
+    assert bars == [(12, 0), (6, 0)]
+    trials = StudyStore(tmp_path / "run" / "copy-fp32-replay").records()[0]
+    assert sum(t.choice["block"] == "128" for t in trials) == 6 and len(trials) == 18
+
+
 def test_a_resume_forced_after_the_kernel_changed_chooses_from_the_new_source_only(
         tmp_path, monkeypatch):
     """Each trial records the kernel source it was measured on; once ``--force`` resumed a

@@ -31,13 +31,14 @@ handed to the engine, :mod:`sweeper.engine`), ``_worker`` (``worker``, ``copy-st
 before a command runs, and this module imports none of them at all (the parser and the
 engine's names are imported by :func:`main`): the ``sweeper`` executable imports it before
 :func:`main` can catch anything, so a Ctrl-C while the rest loads is one line and exit 130
-as anywhere else, never a traceback.
+as anywhere else (a SIGTERM 143), never a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Sequence
@@ -61,11 +62,19 @@ __all__ = ["EXIT_CONFIGS_FAILED", "console", "leave", "main"]
 def console() -> None:
     """The ``sweeper`` executable: :func:`main` on the process's arguments, then exit
     without the interpreter's teardown (:func:`leave`), unless a profiler, debugger or
-    coverage tool is watching (it writes its results after the program returns)."""
+    coverage tool is watching (it writes its results after the program returns).  A
+    SIGTERM is taken as a Ctrl-C is wherever no sweep stops on it (while the command
+    loads, opens its study, writes its report): one line and exit 143, where it killed
+    the command silently."""
+    signal.signal(signal.SIGTERM, _terminated)
     status = main()
     if not _watched():
         leave(status)
     sys.exit(status)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
 def _watched() -> bool:
@@ -85,18 +94,30 @@ def leave(status: int) -> None:
     freeing every module and object one by one: with torch, pandas and matplotlib loaded
     that took 0.65 s on the H200 machine after a `sweeper run` had written everything.
     Nothing of the study is left in memory by then: the journal is written and synced as
-    each trial ends."""
+    each trial ends.  A Ctrl-C or SIGTERM meanwhile (a second Ctrl-C after the summary)
+    ends it at once with ``status``, its output flushed: there is nothing left to stop,
+    and it would otherwise print a traceback from whichever exit hook it interrupted."""
     import atexit
+    import signal
     import threading
 
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda signum, frame: _exit_now(status))
     shutdown = getattr(threading, "_shutdown", None)
-    if shutdown is not None and threading.current_thread() is threading.main_thread():
+    if shutdown is not None and main_thread:
         shutdown()
     else:                               # not the interpreter's main thread: join by hand
         for thread in threading.enumerate():
             if thread is not threading.current_thread() and not thread.daemon:
                 thread.join()
     atexit._run_exitfuncs()
+    _exit_now(status)
+
+
+def _exit_now(status: int) -> None:
+    """Flush the output and end the process with ``status``."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):   # a closed pipe: nothing to say
             stream.flush()
@@ -114,9 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SweeperError as err:         # a bad option or value: one line, as any bad input
         print(err, file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:           # while the commands load: before any trial
+    except KeyboardInterrupt as err:    # while the commands load: before any trial
         print(ctrl_c_line(ABORTED), file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if isinstance(err, Terminated) else EXIT_INTERRUPTED
     args.argv = list(sys.argv[1:] if argv is None else argv)   # to restart with
     args.from_shell = argv is None     # the command itself, not a call from Python
     # --debug: worker processes inherit it, so a failed trial prints its traceback

@@ -101,6 +101,13 @@ class Budgets:
         #: configs other workers hold, not yet recorded: they leave nothing new to ask
         #: (the space is complete once they are measured) but cost this worker no trial
         self.held = 0
+        #: of :attr:`measured`, the study's trials of configs not among this run's valid
+        #: ones (another ``-p``, a value ``--force`` dropped): they spend the trial budget
+        #: but leave every valid config still to measure
+        self.outside = 0
+        #: configs asked for ahead and dropped unmeasured at a stop: the sampler counts
+        #: them as proposed, a resume proposes them again
+        self.dropped = 0
         #: per problem measured: the medians (ms) and their 95 % intervals of its ``ok``
         #: trials, fastest first, whose finals the time budget keeps time for
         #: (:meth:`keep_for_finals`)
@@ -286,12 +293,14 @@ class Budgets:
     def left(self, study: optuna.Study) -> tuple[int, bool]:
         """The configs a run of the same command would still measure under the trial
         budget, and whether that is exact: an exhaustive sampler's configs not yet in
-        ``study``; for any other, the valid configs not yet measured (``False``: at
-        most that many, as such a sampler may stop before it has tried them all)."""
+        ``study``, and those asked ahead but dropped at the stop; for any other, the valid
+        configs not yet measured (``False``: at most that many, as such a sampler may stop
+        before it has tried them all)."""
         sampler = study.sampler
         exact = isinstance(sampler, ExhaustiveSampler)
-        left = sampler.remaining(study) if isinstance(sampler, ExhaustiveSampler) else \
-            max(0, self.valid - self.measured - self.held)
+        left = sampler.remaining(study) + self.dropped if isinstance(
+            sampler, ExhaustiveSampler) else \
+            max(0, self.valid - self.measured + self.outside - self.held)
         if self.max_trials is not None:
             left = min(left, max(0, self.max_trials - self.measured))
         return left, exact
@@ -313,7 +322,7 @@ class Budgets:
         if isinstance(sampler, ExhaustiveSampler):
             if sampler.remaining(study) == 0:
                 return COMPLETE
-        elif taken + self.held >= self.valid:
+        elif taken - self.outside + self.held >= self.valid:
             return COMPLETE
         if self.repeats >= MAX_REPEATED_PROPOSALS:
             return f"sampler converged: {self.repeats} proposals in a row were already measured"

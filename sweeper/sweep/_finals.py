@@ -20,6 +20,7 @@ from typing import Any
 
 from sweeper.finals import FinalRecord, finalists_by_problem, problem_of
 from sweeper.measure import Duty
+from sweeper.outcome import problem_text
 from sweeper.store import ProblemKey, Storage, TrialRecord
 from sweeper.sweep._summary import Reporter
 from sweeper.sweep._workers import FinalsJob, Workers
@@ -42,7 +43,8 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
     GPU (naming it where there are several), appended problem by problem, the first
     worker's rounds told to ``reporter``; ``keep_extras`` keeps the records the workers'
     measuring added.  Returns the finals and, for a GPU whose worker died or hung during a
-    final, what happened (its other GPUs' finals are kept).  A problem whose final is not
+    final, what happened (its other GPUs' finals are kept; where none is, the next run
+    measures the problem's final, and the line says so).  A problem whose final is not
     ``covered`` (by the time budget) is left for the next run; one that runs takes no
     round past ``deadline`` (:func:`~sweeper.finals.remeasure`) less what it must leave
     (``kept_after`` of its finalists and the later problems' finalists: their first rounds,
@@ -65,19 +67,25 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
                         deadline - kept_after(chosen, groups[at + 1:]), source)
         for worker in workers.all:
             worker.submit_finals(job)
+        kept, errors = False, []
         for i, worker in enumerate(workers.all):
             outcome = worker.finals_result(None if i else reporter.final_round)
             if edited(outcome.edited):      # it may have measured the edited kernel
                 continue
             keep_extras(outcome.extras)
             if outcome.record is None:
-                lost.append(f"{worker.slot or 'a worker'}, {problem_of(chosen[0])}: "
-                            f"{outcome.error}")
+                errors.append(f"{worker.slot or 'a worker'}, "
+                              f"{problem_text(problem_of(chosen[0]))}: {outcome.error}")
                 continue
+            kept = True
             # one GPU's final names none
             outcome.record.gpu = worker.slot if workers.several else None
             outcome.record.after_trial = newest
             store.append(outcome.record)
             finals.append(outcome.record)
+        if errors and not kept:             # no GPU's final: the problem has none yet
+            errors[-1] += ("; its final is left for the next run (run the same command to "
+                           "measure it)")
+        lost.extend(errors)
         reporter.final_done()
     return finals, lost

@@ -67,6 +67,7 @@ from sweeper.sweep._optuna import (
     in_space,
     model_guesses,
     rebuild_study,
+    sampler_view,
     tell,
 )
 from sweeper.sweep._outbox import Outbox
@@ -323,6 +324,9 @@ class Sweep:
                           max_time_s=self.max_time_s, ceilings=self.ceilings,
                           valid=len(valid), measured=measured, t0=t0,
                           outside_s=self.outside_s)
+        budgets.outside = measured - trials_counted(
+            t for t in done.values() if valid.index_of(sampler_view(self.space, t.choice) or {})
+            is not None)
         budgets.report_s, budgets.first_trial_s = self.report_s, self.first_trial_s
         if self.gpu_check is not None:
             check = self.gpu_check
@@ -348,7 +352,9 @@ class Sweep:
             isinstance(study.sampler, PlannedSampler) else None
         planned = plan.size if plan is not None else len(valid)
         total = planned if self.max_trials is None else min(planned, self.max_trials)
-        self.reporter.start(total=total, done=min(measured, total), best=summary.best)
+        # the bar counts the valid configs measured, or the trial budget where it is less
+        shown = measured if total < planned else measured - budgets.outside
+        self.reporter.start(total=total, done=min(shown, total), best=summary.best)
         for t in done.values():
             bench.note_best(t)
         def named(config: dict[str, str]) -> dict[str, str]:
@@ -466,6 +472,7 @@ class Sweep:
         """The configs asked for ahead that no worker took (Ctrl-C, the time budget) are
         told failed to the sampler and never journaled: a resume proposes them again."""
         for job in run.asked.drop():
+            run.budgets.dropped += 1
             for trial in run.waiting.pop(key_of(job.choice), []):
                 run.study.tell(trial, state=TrialState.FAIL)
 

@@ -80,7 +80,7 @@ class SweepSummary:
     trials: list[TrialRecord] = field(default_factory=list)
     finals: list[FinalRecord] = field(default_factory=list)
     finals_s: float = 0.0      # of wall_s, spent re-measuring finalists
-    #: with several GPUs: each GPU whose worker died or hung during a final, and how
+    #: each GPU whose worker died or hung during a final, and how
     finals_lost: list[str] = field(default_factory=list)
     #: problems whose finals the time budget did not cover: the next run measures them
     finals_deferred: list[ProblemKey] = field(default_factory=list)
