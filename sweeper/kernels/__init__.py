@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from sweeper import plugins
@@ -93,6 +93,21 @@ def named_by(name: str) -> tuple[str, ...]:
         return tuple(plugins.kernel_declaration(name).named_by)
     except SweeperError:
         return ()
+
+
+def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], str]
+                  ) -> dict[str, str]:
+    """Built-in kernel ``name``'s kept ``options`` (a tuning entry's) with each file or
+    folder they name passed through ``move`` (its declaration's
+    :meth:`Kernel.moved_option`); as they are for any other kernel, or a name no plugin
+    has.  Nothing but a built-in's declaration is imported."""
+    try:
+        if not plugins.find(plugins.KERNEL, name).builtin:
+            return dict(options)
+        declaration = plugins.kernel_declaration(name)
+    except SweeperError:
+        return dict(options)
+    return {k: declaration.moved_option(k, v, move) for k, v in options.items()}
 
 
 def source_missing(name: str) -> bool:
@@ -204,6 +219,7 @@ __all__ = [
     "fill_random",
     "kernel_class",
     "load_kernel",
+    "moved_options",
     "named_by",
     "source_hash_now",
     "source_hash_unrun",
