@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -108,6 +109,21 @@ def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], s
     except SweeperError:
         return dict(options)
     return {k: declaration.moved_option(k, v, move) for k, v in options.items()}
+
+
+def options_missing(name: str, options: Mapping[str, str]) -> list[str]:
+    """The files and folders kernel ``name``'s kept ``options`` name (:func:`moved_options`:
+    a ``cuda`` kernel's ``.cu`` file, its reference's or refuse's file) that are not
+    there, each once: its source cannot be hashed from them to compare."""
+    named: list[str] = []
+
+    def seen(path: str) -> str:
+        if path not in named:
+            named.append(path)
+        return path
+
+    moved_options(name, options, seen)
+    return [path for path in named if not os.path.exists(path)]
 
 
 def source_missing(name: str) -> bool:
@@ -221,6 +237,7 @@ __all__ = [
     "load_kernel",
     "moved_options",
     "named_by",
+    "options_missing",
     "source_hash_now",
     "source_hash_unrun",
     "source_missing",
