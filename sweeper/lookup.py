@@ -193,8 +193,8 @@ class Tuning:
         is now; an entry without a ``source_hash`` (an older sweeper's), or a kernel
         whose source cannot be told here, is not; one built from its space's options is
         hashed from those the entry keeps (``kernel_options``).  A kernel whose source
-        cannot be found at all (its module gone, or no longer defining it:
-        :func:`unfound`) is warned of, once, as not compared."""
+        cannot be found at all (its module gone, or no longer defining it; a file its
+        kept options name gone: :func:`unfound`) is warned of, once, as not compared."""
         from sweeper.kernels import source_hash_now
 
         if entry.source_hash is None:
@@ -202,7 +202,8 @@ class Tuning:
         asked = entry.identity, json.dumps(entry.kernel_options, sort_keys=True)
         if asked not in self._sources:
             now = source_hash_now(entry.identity, entry.kernel_options)
-            self._sources[asked] = now, unfound(entry.identity) if now is None else None
+            self._sources[asked] = now, None if now is not None else \
+                unfound(entry.identity, entry.kernel_options)
         now, why = self._sources[asked]
         if why is not None:
             warn_unfound(entry, self.path, why)
@@ -379,14 +380,24 @@ def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
         path, config.kernel, config.name, config.study, why))
 
 
-def unfound(identity: str) -> str | None:
+def unfound(identity: str, options: Mapping[str, str] | None = None) -> str | None:
     """Why the source of kernel ``identity`` cannot be found here to compare with the
-    hash it was tuned on (:func:`~sweeper.kernels.source_unfound`), and what to do, as
-    :func:`_unfound_text` ends: its module is neither imported nor on the import path, or
-    its module no longer defines it; ``None`` where neither is told.  Nothing is
-    imported."""
-    from sweeper.kernels import source_unfound
+    hash it was tuned on, and what to do, as :func:`_unfound_text` ends: a file its kept
+    ``options`` name (a ``cuda`` kernel's ``.cu`` file, its reference's) is not there
+    (:func:`~sweeper.kernels.options_missing`), or its module is neither imported nor on
+    the import path, or no longer defines it (:func:`~sweeper.kernels.source_unfound`);
+    ``None`` where none is told.  Nothing is imported."""
+    from sweeper.kernels import options_missing, source_unfound
 
+    missing = options_missing(identity, options or {})
+    if missing:
+        them = "it" if len(missing) == 1 else "them"
+        return (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} gone: moved, "
+                f"renamed or removed since, or the tuning file moved without {them}); "
+                "they are used as they are, unchecked: "
+                f"put {them} back where the entry names {them} (its kernel_options, "
+                "relative to the tuning file's folder), or to tune the kernel as it is "
+                f"now, {RETUNE}")
     unfound = source_unfound(identity)
     if unfound is None:
         return None
@@ -450,7 +461,7 @@ def warn_stale_export(path: str | Path, data: Mapping[str, Any]) -> bool:
     if not winners:
         return False
     now = source_hash_now(identity, options)
-    why = unfound(identity) if now is None else None
+    why = unfound(identity, options) if now is None else None
     if why is not None:
         _warn_once(path, identity, lambda: _unfound_text(
             path, kernel, identity, str(winners[0].get("study")), why), importer_of=str(path))

@@ -30,13 +30,14 @@ import keyword
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
 from sweeper.core._model import BLOCKS, CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
 from sweeper.errors import ExpressionError, SweeperError, TuningFileError
-from sweeper.kernels import SOURCE_HASH, Headline, named_by
+from sweeper.kernels import SOURCE_HASH, Headline, moved_options, named_by
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
 from sweeper.store._schema import FORMAT, Record, fields_problem
@@ -160,8 +161,8 @@ class TuningEntry(LaunchConfig, Record):
     #: the options of a built-in kernel built from its space's options (``cuda``'s
     #: source, entry, reference ...; ``torch-op``'s op), as its study's space gave them,
     #: so a lookup hashes its source now as the run did; none for any other kernel.  The
-    #: file keeps ``cuda``'s source relative to its folder (:func:`written_in`), read back
-    #: absolute (:func:`read_in`)
+    #: file keeps the files they name (``cuda``'s source, reference, refuse) relative to
+    #: its folder (:func:`written_in`), read back absolute (:func:`read_in`)
     kernel_options: dict[str, str] | None = None
     #: the problem the study's space asked for, where its device measured a smaller one
     #: (the interpreter's cap on footprints): its dimensions and footprint; ``dims`` and
@@ -441,32 +442,39 @@ def read_tuning(path: Path) -> TuningFile:
 
 def written_in(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
     """``entry`` (a :class:`TuningEntry`'s JSON) as a tuning file in ``folder`` keeps it:
-    the file its kernel's options name (``cuda``'s ``source``, absolute as its study's
-    space resolved it) relative to that folder, so that the tuning file moved or copied
-    with that file (a checkout moved, another machine) names the same kernel
-    (:attr:`TuningEntry.name`) and finds its source to compare; ``entry`` itself where
-    it names none, or none a relative path reaches (another drive)."""
-    options = entry.get("kernel_options") or {}
-    source = options.get("source")
-    if not source or not os.path.isabs(source):
-        return entry
-    try:
-        relative = os.path.relpath(source, Path(folder).resolve())
-    except ValueError:
-        return entry
-    return {**entry, "kernel_options": {**options, "source": relative}}
+    the files its kernel's options name (:func:`~sweeper.kernels.moved_options`:
+    ``cuda``'s ``source``, a ``file.py:function`` reference's or refuse's file, the folder
+    a ``module:function`` one is pinned to; absolute as its study's space resolved them)
+    relative to that folder, so that the tuning file moved or copied with those files (a
+    checkout moved, another machine) names the same kernel (:attr:`TuningEntry.name`) and
+    finds its source to compare; a file no relative path reaches (another drive) as it
+    is."""
+    base = Path(folder).resolve()
+
+    def relative(path: str) -> str:
+        try:
+            return os.path.relpath(path, base) if os.path.isabs(path) else path
+        except ValueError:
+            return path
+
+    return _moved_in(entry, relative)
 
 
 def read_in(entry: dict[str, Any], folder: Path) -> dict[str, Any]:
     """``entry`` (checked JSON) as read from a tuning file in ``folder``: :func:`written_in`
-    undone, its kernel's file absolute from that folder; an absolute one (an older
+    undone, its kernel's files absolute from that folder; an absolute one (an older
     sweeper's) as it is."""
-    options = entry.get("kernel_options") or {}
-    source = options.get("source")
-    if not source or os.path.isabs(source):
+    base = Path(folder).resolve()
+    return _moved_in(entry, lambda path: path if os.path.isabs(path)
+                     else os.path.normpath(base / path))
+
+
+def _moved_in(entry: dict[str, Any], move: Callable[[str], str]) -> dict[str, Any]:
+    """``entry`` with each file its kernel's options name passed through ``move``."""
+    options = entry.get("kernel_options")
+    if not options:
         return entry
-    absolute = os.path.normpath(Path(folder).resolve() / source)
-    return {**entry, "kernel_options": {**options, "source": absolute}}
+    return {**entry, "kernel_options": moved_options(entry["kernel"], options, move)}
 
 
 def merged(old: TuningFile, new: list[TuningEntry], folder: Path) -> dict[str, Any]:
@@ -486,18 +494,23 @@ def merged(old: TuningFile, new: list[TuningEntry], folder: Path) -> dict[str, A
 def _moved(old: TuningEntry, new: TuningEntry) -> bool:
     """Whether ``old`` is ``new``'s kernel exported from a place its files have left: a
     ``cuda`` kernel's entry for the same problem whose ``.cu`` file, of the same name and
-    entry function, is no longer where ``old`` names it (the checkout moved, or the
+    entry function (its other files, a reference's, of the same names too), is no longer
+    where ``old`` names it (the checkout moved, or the
     tuning file came from another machine). Such an entry is replaced, where two
     ``.cu`` files present in two folders stay two kernels."""
     if old.key[1:] != new.key[1:] or old.name == new.name or old.kernel != new.kernel:
         return False
     was, now = old.kernel_options or {}, new.kernel_options or {}
     if "source" not in named_by(old.kernel) or not was.get("source") or \
-            not now.get("source") or {k: v for k, v in was.items() if k != "source"} != \
-            {k: v for k, v in now.items() if k != "source"}:
+            not now.get("source") or _placeless(old.kernel, was) != _placeless(old.kernel, now):
         return False
-    gone = Path(was["source"])
-    return gone.name == Path(now["source"]).name and not gone.exists()
+    return not Path(was["source"]).exists()
+
+
+def _placeless(kernel: str, options: dict[str, str]) -> dict[str, str]:
+    """``options`` with each file they name (:func:`~sweeper.kernels.moved_options`) by its
+    name alone: what the same kernel's options are wherever its project lies."""
+    return moved_options(kernel, options, lambda path: Path(path).name)
 
 
 #: The tuning file there is before the first export.

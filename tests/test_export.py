@@ -680,6 +680,64 @@ def test_a_cuda_kernels_entry_is_named_the_same_once_its_project_moved(
     assert entry["kernel_options"]["source"] == "kern/copy.cu"
 
 
+def test_a_cuda_kernels_reference_and_refuse_files_move_with_its_project(
+        tmp_path, monkeypatch, capsys):
+    """A ``cuda`` kernel's reference given as a file (``file.py:function``) and refuse as a
+    module beside the space (``module:function``, pinned to its folder) are kept relative
+    to the tuning file's folder, as its ``.cu`` file is, and a file's is hashed by its
+    name, not where it lies: moved with its project, the kernel's winners are compared
+    with its files where they are now (they were kept absolute, and the reference hashed
+    with its folder: the move alone made every lookup, and the moved study's export, say
+    its source had changed, and an edit there was never seen).  An older entry that kept
+    them absolute, its project moved since, is replaced by an export of the kernel."""
+    import shutil
+    import warnings
+
+    from sweeper import lookup
+    from sweeper.cli import main
+    from sweeper.errors import StaleTuningWarning
+
+    run = cuda_project(tmp_path)
+    run[run.index("--studies-dir") + 1] = "studies"          # the studies in the project
+    space = tmp_path / "a" / "spaces" / "x.yaml"
+    space.write_text(space.read_text().replace(
+        '"torch:clone"', '"ref.py:ref"\n  refuse: "myrefuse:never"'))
+    (space.parent / "ref.py").write_text("def ref(src):\n    return src.clone()\n")
+    (space.parent / "myrefuse.py").write_text("def never(config):\n    return None\n")
+    monkeypatch.chdir(tmp_path / "a")
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    assert main(run) == 0
+    export = ["export", "studies/x", "-o", "tuning.json"]
+    assert main(export) == 0
+    [entry] = json.loads((tmp_path / "a" / "tuning.json").read_text())["entries"]
+    kept = {k: entry["kernel_options"][k] for k in ("source", "reference", "refuse")}
+    assert kept == {"source": "kern/copy.cu", "reference": "spaces/ref.py:ref",
+                    "refuse": "spaces/myrefuse:never"}
+    shutil.move(tmp_path / "a", tmp_path / "c")               # the project moved
+    monkeypatch.chdir(tmp_path / "c")
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": "replay: NVIDIA H200",
+             "path": "tuning.json"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not tuned("cuda:copy.cu:copy", **asked).stale
+    capsys.readouterr()
+    assert main(export) == 0                                  # the moved study, from here
+    assert capsys.readouterr().err == ""
+    ref = tmp_path / "c" / "spaces" / "ref.py"
+    ref.write_text(ref.read_text() + "# edited\n")           # compared where it is now
+    with pytest.warns(StaleTuningWarning, match="earlier source of cuda"):
+        assert tuned("cuda:copy.cu:copy", **asked).stale
+    older = {**entry, "kernel_options": {
+        **entry["kernel_options"], "source": str(tmp_path / "a" / "kern" / "copy.cu"),
+        "reference": f"{tmp_path / 'a' / 'spaces' / 'ref.py'}:ref",
+        "refuse": f"{tmp_path / 'a' / 'spaces'}/myrefuse:never"}}
+    (tmp_path / "c" / "tuning.json").write_text(json.dumps({"version": 1,
+                                                            "entries": [older]}))
+    assert main(export) == 0
+    [entry] = json.loads((tmp_path / "c" / "tuning.json").read_text())["entries"]
+    assert {k: entry["kernel_options"][k] for k in kept} == kept
+
+
 def test_a_study_records_its_space_s_folder_resolved_from_any_working_folder(
         tmp_path, monkeypatch, capsys):
     """Whichever folder ran it and however its command named the space file, a study
@@ -713,6 +771,6 @@ def test_a_study_records_its_space_s_folder_resolved_from_any_working_folder(
     assert main(["export", "x3", "--studies-dir", "../st", "-o", "tuning.json"]) == 0
     assert capsys.readouterr().err == ""
     [entry] = json.loads((tmp_path / "c" / "tuning.json").read_text())["entries"]
-    assert entry["kernel_options"]["reference"] == f"{folder}/myref:ref"
+    assert entry["kernel_options"]["reference"] == "../a/spaces/myref:ref"    # from c
     assert main(["worker", "--study", "x3", "--studies-dir", "../st", "--device", table]) == 0
     assert "stopped: complete: every valid config tried" in capsys.readouterr().out

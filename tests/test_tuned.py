@@ -463,24 +463,35 @@ def test_a_kernel_whose_module_is_gone_is_warned_of_once_as_unchecked(edited_sca
     """Renamed since (or looked up from another folder), or there but no longer defining
     the kernel (renamed or removed since): no source to compare, so the winners are
     served unchecked, with one warning saying so."""
+    edit(edited_scale)
+    sys.modules.pop("edited_scale")                    # a new process, after the edit
+    cfg = _served_unchecked(UNFOUND + why, ("scale", "edited_scale:scale"), ASKED,
+                            ["scale", "--footprint", "4KiB"], monkeypatch, capsys)
+    assert cfg.meta == {"BLOCK": 256}
+
+
+def _served_unchecked(said, names, asked, cli, monkeypatch, capsys):
+    """The config a lookup of the first of ``names`` with ``asked`` serves, unchecked
+    (not stale), with one warning matching ``said`` at the caller's line, and none for
+    the other names (once per kernel); ``sweeper tuned CLI...`` of ``tuning.json`` in a
+    new process says it in one line too."""
     from sweeper import lookup
     from sweeper.cli import main
 
-    edit(edited_scale)
-    sys.modules.pop("edited_scale")                    # a new process, after the edit
-    said = UNFOUND + why
     with pytest.warns(StaleTuningWarning, match=said) as warned:
-        cfg = tuned("scale", **ASKED)
+        cfg = tuned(names[0], **asked)
     assert len(warned) == 1 and [w.filename for w in warned] == [__file__]
-    assert not cfg.stale and cfg.meta == {"BLOCK": 256}
+    assert not cfg.stale
     with warnings.catch_warnings():
         warnings.simplefilter("error")                     # once per kernel
-        tuned("edited_scale:scale", **ASKED)
+        for name in names[1:]:
+            tuned(name, **asked)
     capsys.readouterr()
     monkeypatch.setattr(lookup, "_STALE_WARNED", set())     # `sweeper tuned`: a new process
-    assert main(["tuned", "scale", "--footprint", "4KiB", "--tuning", "tuning.json"]) == 0
+    assert main(["tuned", *cli, "--tuning", "tuning.json"]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.fullmatch(f"sweeper: warning: {said}", err.rstrip())
+    return cfg
 
 
 def test_an_imported_module_no_longer_defining_the_kernel_is_warned_of(edited_scale,
@@ -576,6 +587,37 @@ def test_a_kernel_built_from_its_space_s_options_is_hashed_from_what_its_study_r
                       rf"tuned for an earlier source of cuda:{re.escape(str(tmp_path))}/"
                       r"copy\.cu:copy \(tuned "):     # which of the file's cuda kernels
         assert tuned("cuda", **asked).stale
+
+
+def test_a_cuda_kernel_whose_cu_file_is_gone_is_warned_of_once_as_unchecked(
+        tmp_path, monkeypatch, capsys):
+    """A ``cuda`` entry whose ``.cu`` file is gone cannot be hashed to compare: its
+    winners are served unchecked, with one warning naming the kernel, the file and what
+    to do (it said nothing, as a built-in's module is never missing), as a user kernel's
+    module that cannot be found is warned of."""
+    from sweeper import lookup
+    from sweeper.cli import main
+    from tests.test_cuda_kernel import _cuda_replay_study
+
+    assert main(_cuda_replay_study(tmp_path)) == 0
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
+    cu = tmp_path.resolve() / "copy.cu"
+    cu.unlink()
+    file = re.escape(str(cu))
+    asked = {"dtype": "float32", "footprint": 4096, "gpu": "replay: NVIDIA H200",
+             "path": "tuning.json"}
+    said = (rf"tuning.json: the winners of cuda were tuned for a source of cuda:{file}:copy"
+            rf" \(study s-replay\) that cannot be found here to compare \({file} is gone: "
+            r"moved, renamed or removed since, or the tuning file moved without it\); they "
+            r"are used as they are, unchecked: put it back where the entry names it \(its "
+            r"kernel_options, relative to the tuning file's folder\), or to tune the kernel "
+            r"as it is now, run its space into a new study .* and export that$")
+    cfg = _served_unchecked(said, ("cuda:copy.cu:copy", "cuda"), asked,
+                            ["cuda", "--footprint", "4KiB", "--gpu", "replay: NVIDIA H200"],
+                            monkeypatch, capsys)
+    assert cfg.meta == {"VEC": 4}
 
 
 def test_a_torch_op_is_hashed_from_its_op_as_a_run_hashes_it():

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from sweeper import plugins
@@ -93,6 +94,36 @@ def named_by(name: str) -> tuple[str, ...]:
         return tuple(plugins.kernel_declaration(name).named_by)
     except SweeperError:
         return ()
+
+
+def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], str]
+                  ) -> dict[str, str]:
+    """Built-in kernel ``name``'s kept ``options`` (a tuning entry's) with each file or
+    folder they name passed through ``move`` (its declaration's
+    :meth:`Kernel.moved_option`); as they are for any other kernel, or a name no plugin
+    has.  Nothing but a built-in's declaration is imported."""
+    try:
+        if not plugins.find(plugins.KERNEL, name).builtin:
+            return dict(options)
+        declaration = plugins.kernel_declaration(name)
+    except SweeperError:
+        return dict(options)
+    return {k: declaration.moved_option(k, v, move) for k, v in options.items()}
+
+
+def options_missing(name: str, options: Mapping[str, str]) -> list[str]:
+    """The files and folders kernel ``name``'s kept ``options`` name (:func:`moved_options`:
+    a ``cuda`` kernel's ``.cu`` file, its reference's or refuse's file) that are not
+    there, each once: its source cannot be hashed from them to compare."""
+    named: list[str] = []
+
+    def seen(path: str) -> str:
+        if path not in named:
+            named.append(path)
+        return path
+
+    moved_options(name, options, seen)
+    return [path for path in named if not os.path.exists(path)]
 
 
 def source_missing(name: str) -> bool:
@@ -204,7 +235,9 @@ __all__ = [
     "fill_random",
     "kernel_class",
     "load_kernel",
+    "moved_options",
     "named_by",
+    "options_missing",
     "source_hash_now",
     "source_hash_unrun",
     "source_missing",

@@ -273,6 +273,14 @@ class Kernel(abc.ABC):
         return value
 
     @classmethod
+    def moved_option(cls, key: str, value: str, move: Callable[[str], str]) -> str:
+        """Option ``key`` as :meth:`resolve_option` keeps it, each file or folder it names
+        passed through ``move``: how a tuning file keeps them relative to its own folder,
+        and reads them back, so that moved with them it still finds them; as it is where
+        it names none."""
+        return value
+
+    @classmethod
     def specialize(cls, options: Mapping[str, str], params: Any) -> type[Kernel]:
         """The declaration for these ``options`` and the space's ``params`` mapping: the
         class itself, or for a kernel that declares its meta-parameters and tensors in

@@ -149,6 +149,21 @@ class CudaDeclaration(Kernel):
         return value
 
     @classmethod
+    def moved_option(cls, key: str, value: str, move: Callable[[str], str]) -> str:
+        """``source``; a reference or refuse's file (``file.py:function``), or the folder
+        its module is pinned to (``FOLDER/module:function``); a library's
+        (``torch:clone``), and any other option, names none."""
+        if key == "source":
+            return move(value)
+        if key not in ("reference", "refuse"):
+            return value
+        path, colon, attr = value.rpartition(":")
+        if colon and path.endswith(".py"):
+            return f"{move(path)}:{attr}"
+        pinned = _pinned(value)
+        return value if pinned is None else f"{move(str(pinned[0]))}/{pinned[1]}:{attr}"
+
+    @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
         if key in STRUCTURED:
             return _structured_problem(key, value)
@@ -260,8 +275,13 @@ def _pinned(value: str) -> tuple[Path, str, str] | None:
 
 
 def _spelled(value: str) -> str:
-    """A reference or refuse as the space spells it: a pinned one's folder left out, so
-    that its source hash says what it names, not where the project lies."""
+    """A reference or refuse as its source hash names it: a pinned one's folder left out,
+    a ``file.py:function``'s folders too, so that the hash says what it names, not where
+    the project lies (a project moved keeps its hashes; the file's text is hashed beside
+    it, :func:`_python_source`)."""
+    path, colon, attr = value.rpartition(":")
+    if colon and path.endswith(".py"):
+        return f"{Path(path).name}:{attr}"
     pinned = _pinned(value)
     return value if pinned is None else f"{pinned[1]}:{pinned[2]}"
 
