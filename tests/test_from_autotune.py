@@ -267,6 +267,16 @@ def test_reset_to_zero_zeroes_the_named_output_before_every_launch(tmp_path, cap
     assert len(trials) == 4 and {t.status for t in trials} == {TrialStatus.OK}
 
 
+def test_an_autotuner_over_triton_heuristics_runs_its_configs(tmp_path, capsys):
+    """``@triton.autotune`` over ``@triton.heuristics`` (Triton's own kernels stack them):
+    its ``fn`` is the heuristics, no plain function, and the kernel was refused as "not a
+    @triton.autotune(configs=..., key=...) kernel"; its configs now run, the heuristics
+    setting ``EVEN`` at each launch (a masked tail at n=1000, none at 1024)."""
+    for n in (1000, 1024):
+        trials = _run_study(tmp_path / str(n), capsys, "heuristic", "-p", f"n={n}")
+        assert {t.status for t in trials} == {TrialStatus.OK} and len(trials) == 2
+
+
 def test_zeroing_and_restoring_happen_inside_each_launch():
     """What the timer times is the kernel's launch: the zeroing and the restoring are in
     it, as Triton's do_bench times its pre_hook with each launch."""
