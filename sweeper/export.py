@@ -376,9 +376,25 @@ def recorded_space(meta: StudyMeta | None) -> Space | SweeperError | None:
         return None
     try:
         return parse_space(meta.space_text, file=meta.space_path or "<space>",
-                           user_code=False, folder=recorded_folder(meta))
+                           user_code=False, folder=recorded_folder(meta),
+                           autotune=autotune_ran(meta))
     except SweeperError as err:
         return err
+
+
+def autotune_ran(meta: StudyMeta) -> dict[str, list[int]] | None:
+    """The ``from_autotune:`` configs the study ran (its zipped group of that name, as
+    ``study.json`` keeps it): what its space read back without user code takes where
+    the kernel's source does not show them (a function builds them).  ``None`` where it
+    recorded none, or none that are whole numbers, as every autotune column is."""
+    from sweeper.space._parser import AUTOTUNE_GROUP
+
+    group = meta.zipped.get(AUTOTUNE_GROUP) or {}
+    try:
+        return {name: [int(row[i]) for row in group["rows"]]
+                for i, name in enumerate(group["members"])} or None
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
@@ -513,7 +529,7 @@ def _space_as_run(meta: StudyMeta, recorded: Space | SweeperError | None) -> Spa
         space = parse_space(meta.space_text or "", file=meta.space_path or "<space>",
                             user_code=False, folder=recorded_folder(meta), overrides=[
                                 f"{n}=[{', '.join(map(str, meta.axes.get(n, ())))}]"
-                                for n in changed])
+                                for n in changed], autotune=autotune_ran(meta))
     except SweeperError:
         return None
     return None if differing(space) else space

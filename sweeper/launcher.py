@@ -300,9 +300,29 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
             raise SweeperError(f"tuned_kernel: {what} must be a list of argument names, "
                                f"got {names!r}")
 
-    return lambda fn: TunedKernel(fn, table, key, name or fn.__name__, gpu,
-                                  measure_untuned=measure_untuned, restore=restore,
-                                  reset_to_zero=reset_to_zero, timer=timer, cache=cache)
+    def decorate(fn: Any) -> TunedKernel:
+        _refuse_autotuner(fn)
+        return TunedKernel(fn, table, key, name or fn.__name__, gpu,
+                           measure_untuned=measure_untuned, restore=restore,
+                           reset_to_zero=reset_to_zero, timer=timer, cache=cache)
+    return decorate
+
+
+def _refuse_autotuner(fn: Any) -> None:
+    """Refuse a ``@triton.autotune`` function where a ``@triton.jit`` one is to be
+    launched with tuned configs: each launch would give the autotuner the tuned
+    meta-parameters, which Triton refuses as clashing with its own configs at the first
+    call.  Said as it decorates, with the function it wraps to decorate instead."""
+    if not any(c.__name__ == "Autotuner" and c.__module__.startswith("triton.")
+               for c in type(fn).__mro__):
+        return
+    inner = getattr(getattr(fn, "base_fn", None), "__name__", "kernel")
+    raise SweeperError(
+        f"tuned_kernel: {inner} is a @triton.autotune function, whose own configs would "
+        "clash with the tuned config's at each launch; allowed: a @triton.jit function, "
+        f"such as the one it wraps: sweeper.tuned_kernel(..., name=NAME)({inner}.fn), NAME "
+        "the kernel as the tuning file names it (of a from_autotune study, the "
+        "sweeper.kernel that launches it)")
 
 
 __all__ = ["TunedKernel", "tuned_kernel"]

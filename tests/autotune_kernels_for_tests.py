@@ -148,3 +148,22 @@ hooked = _in_place("hooked", triton.autotune(
 restored = _in_place("restored", triton.autotune(
     configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
     key=["n"], restore_value=["x"])(_double_in_place))
+
+
+@triton.jit
+def _double_maybe_masked(x, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(x + offsets, tl.load(x + offsets) * 2)
+    else:
+        tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+
+#: over @triton.heuristics, which sets EVEN from n and each config's BLOCK, and with a
+#: prune (the heuristics object between them is the autotuner's fn)
+heuristic = _in_place("heuristic", triton.autotune(
+    configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})],
+    key=["n"], restore_value=["x"],
+    prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs})(
+        triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(
+            _double_maybe_masked)))

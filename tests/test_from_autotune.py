@@ -196,6 +196,59 @@ def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, 
     assert "6 maps of one meta values' configs held a number in one cell only" in report
 
 
+#: A module whose configs a function builds, as Triton's tutorials write them: only
+#: running it shows them.
+COMPUTED = '''
+import triton
+import triton.language as tl
+
+import sweeper
+
+
+def configs():
+    return [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((64, 1), (128, 2))]
+
+
+@triton.autotune(configs=configs(), key=["n"])
+@triton.jit
+def _double(x, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offsets, tl.load(x + offsets, mask=offsets < n) * 2, mask=offsets < n)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs={"out": "n"}, dims={"n": 1 << 20},
+                grid="cdiv(n, BLOCK)", reference=lambda x: 2 * x, autotuned=_double)
+def double(x, out, config):
+    _double.fn[(config.grid,)](x, out, x.numel(), num_warps=config.num_warps, **config.meta)
+'''
+
+
+def test_an_export_reads_the_study_back_with_the_configs_it_ran(tmp_path, monkeypatch,
+                                                                 capsys):
+    """Configs only running the module shows are read back from the study, which
+    recorded those it ran: its export keeps the problem the run asked for (``n=1 <<
+    20``, 4 MiB, measured shrunk) and, after an edit of the kernel, says its source
+    changed, not that the space no longer reads in the folder the study was run in."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = tmp_path / "computed_double.py"
+    source.write_text(COMPUTED)
+    try:
+        assert main(["run", "--from-autotune", "computed_double:double", "--device",
+                     "interpret", "--quiet", "--no-report"]) == 0, capsys.readouterr().err
+    finally:
+        sys.modules.pop("computed_double", None)         # as the next process finds it
+    source.write_text(COMPUTED.replace("* 2, mask", "* 2.0, mask"))
+    capsys.readouterr()
+    assert main(["export", "studies/double-interpret"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "sweeper: warning: study double-interpret: the source of computed_double:double "
+        "changed since the study measured it;"), err
+    [entry] = json.loads((tmp_path / "studies" / "tuning.json").read_text())["entries"]
+    assert entry["asked_footprint"] == 4 << 20 and entry["footprint"] == 16 << 10
+
+
 HOOKED = "tests.autotune_kernels_for_tests"
 
 
@@ -212,6 +265,16 @@ def test_reset_to_zero_zeroes_the_named_output_before_every_launch(tmp_path, cap
     after the timed launches (checked again) is one launch's, not their sum."""
     trials = _run_study(tmp_path, capsys, "total")
     assert len(trials) == 4 and {t.status for t in trials} == {TrialStatus.OK}
+
+
+def test_an_autotuner_over_triton_heuristics_runs_its_configs(tmp_path, capsys):
+    """``@triton.autotune`` over ``@triton.heuristics`` (Triton's own kernels stack them):
+    its ``fn`` is the heuristics, no plain function, and the kernel was refused as "not a
+    @triton.autotune(configs=..., key=...) kernel"; its configs now run, the heuristics
+    setting ``EVEN`` at each launch (a masked tail at n=1000, none at 1024)."""
+    for n in (1000, 1024):
+        trials = _run_study(tmp_path / str(n), capsys, "heuristic", "-p", f"n={n}")
+        assert {t.status for t in trials} == {TrialStatus.OK} and len(trials) == 2
 
 
 def test_zeroing_and_restoring_happen_inside_each_launch():

@@ -341,6 +341,21 @@ def test_plan_reads_the_readmes_own_autotune_example(module, tmp_path, capsys):
     assert space.axis("n_elements").labels == (str(1 << 24),)
 
 
+@pytest.mark.parametrize("hook", ["note", "lambda nargs: nargs['x'].zero_()"])
+def test_plan_reads_configs_whose_pre_hook_is_code(module, tmp_path, capsys, hook):
+    """A config's ``pre_hook`` (which the README says sweeper honours) is code, not
+    data: the configs' values are still literals, so plan lists them rather than
+    refusing the whole list as not literal."""
+    name, marker = module(AUTOTUNE_COMPUTED.replace(
+        "configs=configs()", "configs=[triton.Config({'BLOCK': 64}, num_warps=2, "
+        f"pre_hook={hook}), triton.Config({{'BLOCK': 128}}, num_warps=4)], "
+        "prune_configs_by={'early_config_prune': lambda c, n, **k: c}"
+    ).replace("def configs():", "def note(nargs):\n    pass\n\ndef configs():"))
+    rc, out, err = _plan(tmp_path, capsys, f"from_autotune: {name}:tuned\n")
+    assert rc == 0 and not marker.exists(), err
+    assert "2 configs (" in out and "autotune 2)" in out
+
+
 def test_a_short_kernel_over_n_is_sized_by_its_declared_default_as_run_sizes_it(
         module, tmp_path, capsys):
     """A short kernel whose one dimension is ``n`` and a space that leaves the size out:

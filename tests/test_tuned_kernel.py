@@ -172,6 +172,29 @@ def test_misuse_is_one_line(tuning):
             k.config(torch.zeros(1), torch.zeros(1), 4096)
 
 
+def test_an_autotuned_function_is_refused_as_it_decorates(tuning):
+    """Stacked on ``@triton.autotune`` (a from_autotune user's kernel), each call gave the
+    autotuner the tuned meta-parameters, and Triton failed at the first call with
+    ``Conflicting meta-parameters: BLOCK``; with no ``name=``, the decorator failed on the
+    autotuner's missing ``__name__``.  Both are refused as it decorates, saying what to
+    decorate instead."""
+    import triton
+
+    autotuned = triton.autotune(configs=[triton.Config({"BLOCK": 128})], key=["n"])(
+        jit(_copy_body, interpret=True))
+    for name in ("copy1d", None):
+        with pytest.raises(SweeperError, match=(
+                r"^tuned_kernel: _copy_body is a @triton.autotune function, whose own "
+                r"configs would clash with the tuned config's at each launch; allowed: a "
+                r"@triton.jit function, such as the one it wraps: "
+                r"sweeper.tuned_kernel\(\.\.\., name=NAME\)\(_copy_body.fn\)")):
+            sweeper.tuned_kernel(tuning, key=["n"], name=name, gpu=GPU)(autotuned)
+    k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(autotuned.fn)
+    x, y = torch.randn(1024), torch.zeros(1024)
+    k(x, y, 1024)                                                        # as it says
+    assert torch.equal(x, y) and k.config(x, y, 1024).meta == {"BLOCK": 128}
+
+
 def _centre_rows(X, Y, stride, N, BLOCK_N: tl.constexpr):  # type: ignore[no-untyped-def]
     cols = tl.arange(0, BLOCK_N)
     x = tl.load(X + tl.program_id(0) * stride + cols, mask=cols < N, other=0.0)

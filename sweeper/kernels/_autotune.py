@@ -53,8 +53,9 @@ def autotune_declaration(kernel: str, autotuner: Any, dims: Mapping[str, Dim],
     a :class:`SweeperError` naming the config or key name sweeper cannot take."""
     configs = getattr(autotuner, "configs", None)
     keys = getattr(autotuner, "keys", None)
+    # its fn: the jitted function, or a @triton.heuristics over it (which is no callable)
     if not isinstance(configs, list) or not isinstance(keys, list) or \
-            not callable(getattr(autotuner, "fn", None)):
+            getattr(autotuner, "fn", None) is None:
         raise SweeperError(f"kernel {kernel}: autotuned= is {type(autotuner).__name__}, not "
                            "a @triton.autotune(configs=..., key=...) kernel")
     unknown = [k for k in keys if k not in dims]

@@ -5,9 +5,10 @@ that counts a kernel's dimensions as meta-parameters is wrong.  The declaration 
 written as code: ``@sweeper.kernel(dims=..., meta=...)``, a :class:`Kernel` subclass's
 ``dims = {...}``, an ``@triton.autotune(configs=[...], key=[...])``.  This reads those
 with :mod:`ast`, takes only literal values (``ast.literal_eval``, plus ``Dim(...)``,
-``MetaParam(...)`` and ``triton.Config(...)`` calls whose arguments are literals, built
-here, constant integer arithmetic such as ``1 << 24``, ``4096 * 4096`` or ``2**20``,
-computed here from the tree within :data:`MOST`, list comprehensions over literal lists
+``MetaParam(...)`` and ``triton.Config(...)`` calls whose arguments are literals (a
+config's ``pre_hook``, code, left unread), built here, constant integer arithmetic such
+as ``1 << 24``, ``4096 * 4096`` or ``2**20``, computed here from the tree within
+:data:`MOST`, list comprehensions over literal lists
 (``[triton.Config({"BLOCK": b}) for b in (256, 1024)]``), built here, and module-level
 names bound to such values), and says what it could not read: nothing in the module is
 ever evaluated.  The reading is bounded (:data:`MOST_STEPS`, :data:`MOST_BUILT`, each
@@ -41,6 +42,9 @@ SHORT_KEYWORDS = ("dims", "meta", "grid", "block", "dtype", "footprint_bytes", "
 CALLS: dict[str, Callable[..., Any]] = {
     "Dim": Dim, "MetaParam": MetaParam,
     "Config": lambda kwargs, **options: SimpleNamespace(kwargs=kwargs, **options)}
+#: Keywords of those calls that take code, left unread: a ``triton.Config``'s
+#: ``pre_hook`` runs at launch, and what is read of a config (its values) needs none.
+HOOKS: dict[str, frozenset[str]] = {"Config": frozenset({"pre_hook"})}
 
 
 #: The operators of the constant integer arithmetic a declaration may use (``1 << 24``,
@@ -362,11 +366,12 @@ class _Reader:
 
     def value(self, node: ast.AST, seen: frozenset[str] = frozenset(),
               local: Mapping[str, Any] = _NO_NAMES) -> Any:
-        """``node``'s value where it is a literal, a call in :data:`CALLS` of literals,
-        constant integer arithmetic (:meth:`arithmetic`), a list comprehension of them
-        (:meth:`comprehension`), a name a comprehension binds (``local``) or a
-        module-level name bound to one (:meth:`named`); else :class:`NotLiteral`.  Each
-        node is a :meth:`step`; each container and call built is :meth:`built`."""
+        """``node``'s value where it is a literal, a call in :data:`CALLS` of literals (its
+        :data:`HOOKS` left unread), constant integer arithmetic (:meth:`arithmetic`), a
+        list comprehension of them (:meth:`comprehension`), a name a comprehension binds
+        (``local``) or a module-level name bound to one (:meth:`named`); else
+        :class:`NotLiteral`.  Each node is a :meth:`step`; each container and call built
+        is :meth:`built`."""
         self.step()
         if isinstance(node, ast.Name) and node.id in local:
             return local[node.id]
@@ -380,8 +385,9 @@ class _Reader:
                     any(k.arg is None for k in node.keywords):
                 raise NotLiteral
             args = [self.value(a, seen, local) for a in node.args]
+            hooks = HOOKS.get(_last_name(node.func) or "", frozenset())
             kwargs = {k.arg: self.value(k.value, seen, local) for k in node.keywords
-                      if k.arg is not None}
+                      if k.arg is not None and k.arg not in hooks}
             try:
                 return self.built(build(*args, **kwargs), [*args, *kwargs.values()])
             except TypeError as err:

@@ -165,16 +165,20 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study",
                 user_code: bool = True, folder: str | Path | None = None,
-                overrides: Sequence[str | Override] = ()) -> Space:
+                overrides: Sequence[str | Override] = (),
+                autotune: Mapping[str, Sequence[int]] | None = None) -> Space:
     """The space in YAML ``text`` (called ``file`` in errors), checked as a file is; a
     text a study recorded of a file with ``extends:`` is read merged, as it was
     (:func:`~sweeper.space._files.load_recorded`).  ``user_code=False``: as
     :func:`load_space`'s, no plugin that is not built in is imported.  ``folder``: where
     its relative file names are read from (a study's recorded ``space_folder``), else
     ``file``'s folder, from the working folder where ``file`` is relative;
-    ``overrides``: as :func:`load_space`'s (the axes a run's ``-p`` replaced)."""
+    ``overrides``: as :func:`load_space`'s (the axes a run's ``-p`` replaced);
+    ``autotune``: the ``from_autotune:`` configs as a study ran them (axis -> one value
+    per config), for a reading without user code where the source does not show them
+    (a function builds them)."""
     data, where = override(*load_recorded(text, file, folder), overrides)
-    return _Parser(file, where, user_code, folder).space(data, text, default_study)
+    return _Parser(file, where, user_code, folder, autotune).space(data, text, default_study)
 
 
 def recorded_kernel_options(text: str, *, file: str = "<space>",
@@ -212,8 +216,11 @@ class _Parser:
     kernel_name: str
 
     def __init__(self, file: str, where: Mapping[str, tuple[str, int | None]],
-                 user_code: bool = True, folder: str | Path | None = None) -> None:
+                 user_code: bool = True, folder: str | Path | None = None,
+                 autotune: Mapping[str, Sequence[int]] | None = None) -> None:
         self.file = file
+        #: the ``from_autotune:`` configs a study ran, where its source does not show them
+        self.autotune_ran = autotune
         #: where the relative file names written in ``file`` itself are read from: resolved,
         #: so that a study records no ``..`` through the folder its command ran in
         #: (``../y/spaces``), which may be gone when the study is read from another
@@ -1021,6 +1028,8 @@ class _Parser:
         name = data["from_autotune"]
         declared = self.kernel(name, None, "from_autotune")
         columns = getattr(declared, "autotune_params", None)
+        if not isinstance(columns, Mapping) and not self.user_code and self.autotune_ran:
+            columns = self.autotune_ran
         if not isinstance(columns, Mapping) and not self.user_code:
             unread = "; ".join(getattr(declared, "unread", ())) or "no @triton.autotune " \
                 "function it names"
