@@ -577,3 +577,34 @@ def test_asked_ahead_a_kernel_allocates_nothing_and_says_only_its_refuse(monkeyp
     assert kernel.cannot_launch(configs[512], "cuda", ahead=True) is None
     monkeypatch.undo()          # the worker's question, on buffers: the prune drops 512
     assert kernel.cannot_launch(configs[512], "cpu").startswith("pruned by the prune_configs_by")
+
+
+def test_the_from_autotune_hint_comes_where_the_name_finds_no_launcher_only(
+        tmp_path, monkeypatch, capsys):
+    """A ``from_autotune:`` name that finds no kernel is told what it must name (the
+    ``sweeper.kernel(..., autotuned=...)`` launcher); a declaration that its own module
+    refused while imported is not, though the quoted line is cut before its
+    ``autotuned=``: the user named the right thing."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    body = ("import triton\nimport triton.language as tl\nimport sweeper\n\n"
+            "@triton.autotune(configs=[triton.Config({'BLOCK': 64}{ctas})], key=['n'])\n"
+            "@triton.jit\ndef body(x, n, BLOCK: tl.constexpr):\n    pass\n\n"
+            "K = sweeper.kernel(lambda x, config: None, name='a_kernel_whose_name_is_long"
+            "_enough_to_push_the_rest_of_its_line_past_the_quote', inputs={'x': 'n'}, "
+            "outputs=['x'], reference=lambda x: x, autotuned=body)\n")
+    (tmp_path / "longdecl.py").write_text(body.replace("{ctas}", ", num_ctas=2"))
+    (tmp_path / "okdecl.py").write_text(body.replace("{ctas}", ""))
+    hint = "from_autotune: names the sweeper.kernel(..., autotuned=...)"
+    try:
+        for name, hinted in (("longdecl:K", False), ("okdecl:NOPE", True)):
+            assert main(["run", "--from-autotune", name, "--device", "interpret",
+                         "--studies-dir", str(tmp_path / "studies")]) == 2
+            err = capsys.readouterr().err
+            assert (hint in err) is hinted, err
+            assert "Traceback" not in err and err.count("\n") == 1
+            assert ("sets num_ctas" in err) is not hinted
+            assert "autotuned=" not in err.replace(hint, "")
+    finally:
+        sys.modules.pop("longdecl", None)
+        sys.modules.pop("okdecl", None)

@@ -333,9 +333,14 @@ class _Parser:
                 plugins.refuse_missing_module(plugins.KERNEL, name)
             return plugins.kernel_declaration(name, user_code=self.user_code, params=params)
         except SweeperError as err:
+            # what from_autotune: names is not found or no kernel: say what it must name;
+            # not where the user's module raised while imported (a config its declaration
+            # refused, which names that declaration, its line maybe cut before autotuned=)
+            cause = err.__cause__
             hint = "; from_autotune: names the sweeper.kernel(..., autotuned=...) that " \
                 "launches the @triton.autotune function" if path == "from_autotune" and \
-                "autotuned=" not in str(err) else ""
+                "autotuned=" not in str(err) and (
+                    cause is None or isinstance(cause, (ImportError, AttributeError))) else ""
             raise self.error(path, f"{err}{hint}") from None
 
     # -- axes ----------------------------------------------------------------------------
