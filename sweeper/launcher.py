@@ -54,7 +54,8 @@ class TunedKernel:
     def __init__(self, fn: Any, tuning: Tuning, key: Sequence[str], name: str,
                  gpu: str | None, *, measure_untuned: bool = False,
                  restore: Sequence[str] = (), reset_to_zero: Sequence[str] = (),
-                 timer: Timer | None = None, cache: str = "cold") -> None:
+                 timer: Timer | None = None, cache: str = "cold", named: bool = True
+                 ) -> None:
         names = list(getattr(fn, "arg_names", ()))
         for what, asked in (("key", key), ("restore", restore),
                             ("reset_to_zero", reset_to_zero)):
@@ -70,6 +71,8 @@ class TunedKernel:
         self.measure_untuned, self.timer = measure_untuned, timer
         self.restore, self.reset_to_zero = tuple(restore), tuple(reset_to_zero)
         self._names = names
+        #: whether ``name`` was given, not the function's own taken for it
+        self._named = named
         positions = [names.index(k) for k in key]
         self._values = itemgetter(*positions)
         self._needed = max(positions) + 1
@@ -173,13 +176,23 @@ class TunedKernel:
         if not all(type(v) is int and v > 0 for v in shape):
             raise SweeperError(f"tuned_kernel {self.name}: key {list(self.key)} must be "
                                f"positive integers, got {list(shape)}")
-        if self._by_footprint:
-            return self.tuning.config(self.name, dtype=dtype, gpu=self.gpu, warn=False,
-                                      footprint=shape[0] * dtype.itemsize,
-                                      cache=self.cache_mode)
-        dims = dict(zip(self.key, shape, strict=True))
-        return self.tuning.config(self.name, dtype=dtype, dims=dims, gpu=self.gpu, warn=False,
-                                  cache=self.cache_mode)
+        try:
+            if self._by_footprint:
+                return self.tuning.config(self.name, dtype=dtype, gpu=self.gpu, warn=False,
+                                          footprint=shape[0] * dtype.itemsize,
+                                          cache=self.cache_mode)
+            dims = dict(zip(self.key, shape, strict=True))
+            return self.tuning.config(self.name, dtype=dtype, dims=dims, gpu=self.gpu,
+                                      warn=False, cache=self.cache_mode)
+        except SweeperError as err:
+            # the function's own name taken for the kernel's, which the file lacks: its
+            # winners may be kept under the name of the kernel that swept it (a
+            # from_autotune study's sweeper.kernel, a space's module:attr)
+            if self._named or any(e.is_for(self.name) for e in self.tuning.entries):
+                raise
+            raise SweeperError(f"{err}; tuned_kernel looks the winners up by the @triton.jit "
+                               f"function's name, {self.name!r}, where name= is not given: "
+                               "pass name= the kernel's name in the tuning file") from None
 
     def _prepare(self, cache_key: ShapeKey, shape: tuple[Any, ...], dtype: Any,
                  bound: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -304,7 +317,8 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
         _refuse_autotuner(fn)
         return TunedKernel(fn, table, key, name or fn.__name__, gpu,
                            measure_untuned=measure_untuned, restore=restore,
-                           reset_to_zero=reset_to_zero, timer=timer, cache=cache)
+                           reset_to_zero=reset_to_zero, timer=timer, cache=cache,
+                           named=name is not None)
     return decorate
 
 

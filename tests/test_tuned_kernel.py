@@ -477,3 +477,27 @@ def test_measuring_on_the_gpu_times_with_cuda_events_and_restores(tops, caplog):
     found = scale.measured[(3000, torch.float32)]
     assert found.ran == 6 and all(0 < s < 0.1 for s in found.seconds)
     assert "timed 6 of 6 candidates, chose grid=" in caplog.messages[-1]
+
+
+def test_a_function_named_otherwise_than_its_tuned_kernel_is_told_to_pass_name(tuning):
+    """Without ``name=`` the winners are looked up by the jitted function's own name; where
+    the file tunes no kernel of that name (a from_autotune study keeps its winners under
+    its ``sweeper.kernel``'s) the error says to pass ``name=``; with ``name=`` given, the
+    lookup's own error stands alone."""
+    fn = Spy(jit(_copy_body, interpret=True))
+    fn.__name__ = "row_copy_kernel"
+    x = torch.zeros(1024)
+    with pytest.raises(SweeperError, match="no tuned config for row_copy_kernel") as err:
+        sweeper.tuned_kernel(tuning, key=["n"], gpu=GPU)(fn)(x, x, 1024)
+    assert str(err.value).endswith(
+        "; tuned_kernel looks the winners up by the @triton.jit function's name, "
+        "'row_copy_kernel', where name= is not given: pass name= the kernel's name in the "
+        "tuning file")
+    assert "; tuned kernels: tests:copy1d;" in str(err.value)
+    with pytest.raises(SweeperError) as err:
+        sweeper.tuned_kernel(tuning, key=["n"], gpu=GPU, name="row_copy")(fn)(x, x, 1024)
+    assert "pass name=" not in str(err.value)
+    x64 = torch.zeros(1024, dtype=torch.float64)      # a kernel the file has: as it was
+    with pytest.raises(SweeperError) as err:
+        sweeper.tuned_kernel(tuning, key=["n"], gpu=GPU)(Spy(fn.fn))(x64, x64, 1024)
+    assert "pass name=" not in str(err.value)
