@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 import triton
@@ -101,6 +102,27 @@ def test_plan_reads_the_autotune_configs_from_the_source(write_space, capsys):
     assert "3 configs" in capsys.readouterr().out
 
 
+def test_plan_takes_from_autotune_as_run_does(write_space, capsys):
+    """``plan --from-autotune`` plans what ``run --from-autotune`` runs, reading the module's
+    source as a space file's ``from_autotune:`` is read (nothing imported: a subprocess
+    says so), and names it as run does."""
+    import subprocess
+
+    assert main(["plan", "--from-autotune", ADD, "--device", "interpret"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"space --from-autotune {ADD}: 3 configs")
+    path = write_space(f"study: add\nfrom_autotune: {ADD}\nsampler: exhaustive\n")
+    assert main(["plan", str(path), "--device", "interpret"]) == 0
+    assert out.splitlines()[1:] == capsys.readouterr().out.splitlines()[1:]
+    code = ("import sys; from sweeper.cli import main; "
+            f"rc = main(['plan', '--from-autotune', '{ADD}', '--device', 'interpret']); "
+            "assert rc == 0; assert 'tests.short_kernels_for_tests' not in sys.modules")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent.parent,
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
 @pytest.mark.parametrize(("argv", "message"), [
     ([], "sweeper: give a space file or --from-autotune module:kernel (one of them)"),
     (["space.yaml", "--from-autotune", ADD],
@@ -108,8 +130,8 @@ def test_plan_reads_the_autotune_configs_from_the_source(write_space, capsys):
     (["--from-autotune", "not a path"], "--from-autotune: 'not a path' is not "
      "package.module:attr (the sweeper.kernel that names the autotuned function)"),
 ])
-def test_run_takes_a_space_file_or_from_autotune(argv, message, capsys):
-    assert main(["run", *argv, "--device", "interpret"]) == 2
+def test_run_takes_a_space_file_or_from_autotune(command, argv, message, capsys):
+    assert main([command, *argv, "--device", "interpret"]) == 2
     assert capsys.readouterr().err == message + "\n"
 
 

@@ -128,9 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     run = _of_a_space(sub, "run", "sweep a space file and report", optional=True)
-    run.add_argument("--from-autotune", metavar="MODULE:KERNEL",
-                     help="instead of a space file: run every config of the "
-                     "@triton.autotune function that this sweeper.kernel names (autotuned=)")
+    _from_autotune_option(run, "run every config of")
     _study_options(run)
     _budget_options(run)
     _force_option(run)
@@ -198,7 +196,9 @@ def _copy_study(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 
 def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
-    plan = _of_a_space(sub, "plan", "size, constraints and time estimate; launches nothing")
+    plan = _of_a_space(sub, "plan", "size, constraints and time estimate; launches nothing",
+                       optional=True)
+    _from_autotune_option(plan, "plan every config of")
     plan.add_argument("--studies-dir", default="studies",
                       help="where the study this space runs into was run before, if it was "
                       "(its last run's time per trial is printed beside the estimate; "
@@ -344,6 +344,14 @@ def _of_a_space(sub: argparse._SubParsersAction[ArgumentParser], name: str, text
     _param_option(p)
     _allow_option(p)
     return p
+
+
+def _from_autotune_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--from-autotune``, which stands for the space file: ``what`` the command does with
+    the autotuned function's configs."""
+    p.add_argument("--from-autotune", metavar="MODULE:KERNEL",
+                   help=f"instead of a space file: {what} the @triton.autotune function "
+                   "that this sweeper.kernel names (autotuned=)")
 
 
 def _of_a_study(sub: argparse._SubParsersAction[ArgumentParser], name: str, text: str

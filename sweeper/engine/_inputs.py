@@ -29,7 +29,7 @@ def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = Fal
         raise SweeperError("give a space file or --from-autotune module:kernel (one of them)")
     params = list(source.params)
     if source.from_autotune is not None:
-        space = autotune_space(source.from_autotune, params)
+        space = autotune_space(source.from_autotune, params, user_code=not for_plan)
     else:
         assert source.path is not None        # one of the two, checked above
         space = load_space(source.path, params, allow=list(source.allow_path),

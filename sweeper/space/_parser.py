@@ -148,11 +148,13 @@ def _kernel_study(data: Any) -> str:
     return safe_name(kernel.rpartition(":")[2]) if isinstance(kernel, str) else "study"
 
 
-def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Space:
+def autotune_space(target: str, overrides: Sequence[str | Override] = (),
+                   user_code: bool = True) -> Space:
     """The space ``sweeper run --from-autotune TARGET`` runs: as a file holding
     ``from_autotune: TARGET`` and ``sampler: exhaustive`` (every listed config, as Triton's
     autotuner runs them), its study named after the kernel's attribute; ``overrides``
-    are ``-p``'s.  Errors name ``--from-autotune TARGET``."""
+    are ``-p``'s; ``user_code=False``: as :func:`load_space`'s (``plan``: the module's
+    source read, not imported).  Errors name ``--from-autotune TARGET``."""
     file = f"--from-autotune {target}"
     if plugins.PATH.fullmatch(target) is None:
         raise SpaceError(f"{target!r} is not package.module:attr (the sweeper.kernel that "
@@ -160,7 +162,8 @@ def autotune_space(target: str, overrides: Sequence[str | Override] = ()) -> Spa
     study = target.rpartition(":")[2]
     text = f"study: {study}\nfrom_autotune: {json.dumps(target)}\nsampler: exhaustive\n"
     data, lines = load_with_lines(text, file)
-    return _Parser(file, {k: (file, None) for k in lines}).space(data, text, study, overrides)
+    return _Parser(file, {k: (file, None) for k in lines}, user_code=user_code).space(
+        data, text, study, overrides)
 
 
 def parse_space(text: str, *, file: str = "<space>", default_study: str = "study",
