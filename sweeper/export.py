@@ -146,12 +146,15 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
     hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
     its space's options (``cuda``) is hashed from those the study's space recorded
-    (``options``: :func:`recorded_options`).  Where the study's recorded space no longer
-    reads here (``recorded``, the caller's :func:`recorded_space`), that is said
-    instead, once: the check is not made, and what the export takes from the space and
-    the study did not keep is left out (its footprint rule, where the study recorded
-    none: an older sweeper's; its options too where the recorded text gives none)."""
-    from sweeper.kernels import source_hash_now
+    (``options``: :func:`recorded_options`); its hash as an earlier sweeper gave the same
+    files, spelling those options as they read (:func:`~sweeper.kernels.source_hash_respelled`:
+    a ``cuda`` kernel's ``file.py:function`` reference by its path), is no change.  Where
+    the study's recorded space no longer reads here (``recorded``, the caller's
+    :func:`recorded_space`), that is said instead, once: the check is not made, and what
+    the export takes from the space and the study did not keep is left out (its footprint
+    rule, where the study recorded none: an older sweeper's; its options too where the
+    recorded text gives none)."""
+    from sweeper.kernels import source_hash_now, source_hash_respelled
 
     measured = measured_source(meta)
     if isinstance(recorded, SweeperError):
@@ -171,7 +174,8 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     if measured is None:
         return
     now = source_hash_now(meta.kernel, options)
-    if now is None or now == measured:
+    if now is None or now == measured or (
+            options and source_hash_respelled(meta.kernel, options, measured) == now):
         return
     warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
                   "measured it; the winners written are those of that earlier source, and a "

@@ -122,10 +122,10 @@ class Tuning:
                                "first")
         self.entries = read_tuning(self.path).entries
         self._warned_no_top = False
-        #: each kernel's source hash now (:func:`~sweeper.kernels.source_hash_now`) and,
-        #: where there is none, why its source cannot be found (:func:`unfound`), asked
-        #: once per file read, per kernel and the options it is built from
-        self._sources: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+        #: whether an entry's source hash is stale (:meth:`_stale`) and, where the source
+        #: hash now cannot be told, why its source cannot be found (:func:`unfound`), asked
+        #: once per file read, per kernel, the options it is built from and the hash
+        self._sources: dict[tuple[str, str, str], tuple[bool, str | None]] = {}
 
     def config(self, kernel: str, *, dtype: object, footprint: int | None = None,
                dims: Mapping[str, int] | None = None, gpu: str | None = None,
@@ -192,22 +192,30 @@ class Tuning:
         """Whether ``entry`` was tuned on another source of its kernel than the one there
         is now; an entry without a ``source_hash`` (an older sweeper's), or a kernel
         whose source cannot be told here, is not; one built from its space's options is
-        hashed from those the entry keeps (``kernel_options``).  A kernel whose source
-        cannot be found at all (its module gone, or no longer defining it; a file its
-        kept options name gone: :func:`unfound`) is warned of, once, as not compared."""
-        from sweeper.kernels import source_hash_now
+        hashed from those the entry keeps (``kernel_options``), and is not stale where its
+        hash is the one an earlier sweeper gave the same files, spelling those options as
+        it kept them, absolute (:func:`~sweeper.kernels.source_hash_respelled`: a ``cuda``
+        kernel's ``file.py:function`` reference by its path, now by its file's name).  A
+        kernel whose source cannot be found at all (its module gone, or no longer
+        defining it; a file its kept options name gone: :func:`unfound`) is warned of,
+        once, as not compared."""
+        from sweeper.kernels import source_hash_now, source_hash_respelled
 
         if entry.source_hash is None:
             return False
-        asked = entry.identity, json.dumps(entry.kernel_options, sort_keys=True)
+        options = entry.kernel_options
+        asked = entry.identity, json.dumps(options, sort_keys=True), entry.source_hash
         if asked not in self._sources:
-            now = source_hash_now(entry.identity, entry.kernel_options)
-            self._sources[asked] = now, None if now is not None else \
-                unfound(entry.identity, entry.kernel_options)
-        now, why = self._sources[asked]
+            now = source_hash_now(entry.identity, options)
+            self._sources[asked] = (
+                now is not None and now != entry.source_hash and not (
+                    options and source_hash_respelled(entry.identity, options,
+                                                      entry.source_hash) == now),
+                None if now is not None else unfound(entry.identity, options))
+        stale, why = self._sources[asked]
         if why is not None:
             warn_unfound(entry, self.path, why)
-        return now is not None and now != entry.source_hash
+        return stale
 
     def _matched(self, kernel: str, dtype: str, dims: Mapping[str, int] | None, gpu: str,
                  capability: tuple[int, int] | None, option: str | None,

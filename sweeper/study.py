@@ -16,7 +16,7 @@ from sweeper.core._model import MAX_CONFIGS
 from sweeper.core._spelling import given
 from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts, recorded_env
-from sweeper.errors import SpaceError, StudyError
+from sweeper.errors import SpaceError, StudyError, SweeperError
 from sweeper.escape import cut
 from sweeper.kernels import Kernel
 from sweeper.plugins import sampler_capabilities
@@ -197,8 +197,14 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
     not what a trial measures.  An older sweeper's fingerprint of a replay held its
     table's path (``replay_table``), or none, its environment naming it: the table reads
     as the contents that path holds now (as the older sweeper compared it, the same path
-    is the same table), and as none where it holds no table now (a change)."""
+    is the same table), and as none where it holds no table now (a change).  An older
+    sweeper's hash of a ``cuda`` kernel's source, which named a ``file.py:function``
+    reference or refuse by its path, reads as the hash now where the files are the same
+    (:func:`source_respelled`)."""
     have = dict(meta.get("fingerprint") or {})
+    respelled = source_respelled(meta, space)
+    if respelled is not None:
+        have["kernel_source"] = respelled[1]
     table = _recorded_table(meta)
     if have.pop(_TABLE_PATH, None) is not None or (_TABLE not in have and table and have):
         from sweeper.devices._replay import table_sha256
@@ -218,6 +224,34 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
         if measured is not None and measured == _content_of(space.text, measured=True):
             have["space_content"] = space.content_sha256
     return have
+
+
+def source_respelled(meta: Mapping[str, Any], space: Space) -> tuple[str, str] | None:
+    """Where the kernel source hash ``meta`` (a study.json) records is the one an earlier
+    sweeper gave ``space``'s kernel as its files read now, spelling its options as the
+    study's recorded space resolved them from its recorded folder (``space_text`` and
+    ``space_folder``: a ``cuda`` kernel's ``file.py:function`` reference or refuse by its
+    path, now by its file's name), that hash and the hash now
+    (:func:`~sweeper.kernels.source_hash_respelled`): the same source, spelled otherwise,
+    whose trials a resume keeps as measured on it (``respelled``:
+    :class:`~sweeper.winners.Sources`).  ``None`` where it is not, or cannot be told: an
+    edit of the files is a change still."""
+    from sweeper.kernels import source_hash_respelled
+    from sweeper.space import recorded_kernel_options
+
+    recorded = (meta.get("fingerprint") or {}).get("kernel_source")
+    text, folder = meta.get("space_text"), meta.get("space_folder")
+    if not isinstance(recorded, str) or not isinstance(text, str) or not space.kernel_options:
+        return None
+    try:
+        spelled = recorded_kernel_options(text, file=str(meta.get("space_path") or "<space>"),
+                                          folder=folder if isinstance(folder, str) and folder
+                                          else None)
+    except SweeperError:
+        return None
+    now = source_hash_respelled(space.kernel, dict(space.kernel_options), recorded,
+                                dict(spelled))
+    return None if now is None else (recorded, now)
 
 
 def _recorded_table(meta: Mapping[str, Any]) -> str | None:
@@ -451,7 +485,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                            environment=environment, budget=ran_under, bounds=bounds,
                            finals=finals_wanted(space, device), zipped=zipped_json(space),
                            **{**resumed_with(space, device, wanted),
-                              **space_file_kept(store.study_meta(), space)})
+                              **space_file_kept(store.study_meta(), space),
+                              **respelled_kept(store.meta(), space)})
     return built
 
 
@@ -470,6 +505,18 @@ def space_file_kept(meta: StudyMeta, space: Space) -> dict[str, str]:
     if recorded.resolve() != now.resolve():
         return {}
     return {"space_path": meta.space_path, "space_folder": meta.space_folder}
+
+
+def respelled_kept(meta: Mapping[str, Any], space: Space) -> dict[str, dict[str, str]]:
+    """The ``respelled`` hashes a resume by ``space`` records where the study (``meta``,
+    its study.json) recorded its kernel's source as an earlier sweeper hashed it
+    (:func:`source_respelled`): that hash with the one the resume records, beside those
+    kept, so its trials stay measured on the source now; none where it did not."""
+    respelled = source_respelled(meta, space)
+    if respelled is None:
+        return {}
+    recorded, now = respelled
+    return {"respelled": {**meta.get("respelled", {}), recorded: now}}
 
 
 def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]

@@ -9,9 +9,10 @@ the same one, and says why.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -70,9 +71,10 @@ class Sources:
     a later one.  So where the source came back to the first one (A, then B, then A
     again) which of them is unknown: ``unnamed`` is None, such a trial is on an earlier
     source and its config is measured again, as a shared sweep's claim on the source now
-    asks for a trial that names it (:func:`sweeper.store._base.claim_key`).  The default
-    counts every trial as measured now: a study whose source never changed reads as it
-    always has."""
+    asks for a trial that names it (:func:`sweeper.store._base.claim_key`).  A trial that
+    names a hash an earlier sweeper gave a source this one hashes otherwise (``respelled``)
+    was measured on that source.  The default counts every trial as measured now: a study
+    whose source never changed reads as it always has."""
 
     now: str | None = None
     #: the source the study recorded before its first forced change of it (None: unknown)
@@ -80,6 +82,9 @@ class Sources:
     #: whether a resume with ``--force`` changed the kernel's source (then a config is
     #: done only once measured on the source now: a resume measures the others again)
     changed: bool = False
+    #: the study's ``respelled`` hashes: each an earlier sweeper's of a source, with this
+    #: one's of it (:func:`sweeper.study.source_respelled`)
+    respelled: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def unnamed(self) -> str | None:
@@ -96,9 +101,10 @@ class Sources:
             return cls()
         changes = source_changes(meta)
         if not changes:
-            return cls(now, now)
+            return cls(now, now, respelled=meta.respelled)
         before = _SOURCE_CHANGE.match(changes[0])      # else: an earlier one, unknown
-        return cls(now, before.group(1) if before else None, changed=True)
+        return cls(now, before.group(1) if before else None, changed=True,
+                   respelled=meta.respelled)
 
     def edited(self, source: str) -> Sources:
         """The sources as a resume forced past an edit of the kernel to ``source`` leaves
@@ -106,7 +112,7 @@ class Sources:
         ``plan`` that sees the edit before the run."""
         if self.now in (None, source):
             return self
-        return Sources(source, self.first, changed=True)
+        return dataclasses.replace(self, now=source, changed=True)
 
     def current(self, trial: TrialRecord) -> bool:
         """Whether ``trial`` was measured on the study's source now."""
@@ -124,9 +130,10 @@ class Sources:
         return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
 
     def source_of(self, trial: TrialRecord) -> str | None:
-        """The source ``trial`` was measured on: the one it names, else :attr:`unnamed`
-        (None: unknown)."""
-        return trial.source_hash or self.unnamed
+        """The source ``trial`` was measured on: the one it names (as this sweeper hashes
+        it: :attr:`respelled`), else :attr:`unnamed` (None: unknown)."""
+        source = trial.source_hash or self.unnamed
+        return self.respelled.get(source, source) if source is not None else None
 
     def shown_earlier(self, trials: Sequence[TrialRecord]) -> EarlierShown | None:
         """Where no trial among ``trials`` was measured on the source now yet but some

@@ -509,6 +509,22 @@ def cuda_project(tmp_path):
             "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
 
 
+def referenced_project(tmp_path, refuse):
+    """:func:`cuda_project` whose space names the reference ``ref.py:ref`` and the refuse
+    ``refuse`` (``FILE.py:function`` or ``module:function``), each in a file beside it
+    (the reference copies, the refuse refuses nothing): the run's arguments and the space
+    file."""
+    run = cuda_project(tmp_path)
+    space = tmp_path / "a" / "spaces" / "x.yaml"
+    space.write_text(space.read_text().replace(
+        '"torch:clone"', f'"ref.py:ref"\n  refuse: "{refuse}"'))
+    (space.parent / "ref.py").write_text("def ref(src):\n    return src.clone()\n")
+    module, _, function = refuse.rpartition(":")
+    (space.parent / module).with_suffix(".py").write_text(
+        f"def {function}(config):\n    return None\n")
+    return run, space
+
+
 def test_a_file_a_base_space_names_is_read_from_the_base_s_folder_by_every_reader(
         tmp_path, monkeypatch, capsys):
     """docs/space.md: a kernel's paths are read from the space file that writes them.  A
@@ -697,13 +713,8 @@ def test_a_cuda_kernels_reference_and_refuse_files_move_with_its_project(
     from sweeper.cli import main
     from sweeper.errors import StaleTuningWarning
 
-    run = cuda_project(tmp_path)
+    run, _ = referenced_project(tmp_path, "myrefuse:never")
     run[run.index("--studies-dir") + 1] = "studies"          # the studies in the project
-    space = tmp_path / "a" / "spaces" / "x.yaml"
-    space.write_text(space.read_text().replace(
-        '"torch:clone"', '"ref.py:ref"\n  refuse: "myrefuse:never"'))
-    (space.parent / "ref.py").write_text("def ref(src):\n    return src.clone()\n")
-    (space.parent / "myrefuse.py").write_text("def never(config):\n    return None\n")
     monkeypatch.chdir(tmp_path / "a")
     monkeypatch.setattr(lookup, "_STALE_WARNED", set())
     assert main(run) == 0
@@ -736,6 +747,76 @@ def test_a_cuda_kernels_reference_and_refuse_files_move_with_its_project(
     assert main(export) == 0
     [entry] = json.loads((tmp_path / "c" / "tuning.json").read_text())["entries"]
     assert {k: entry["kernel_options"][k] for k in kept} == kept
+
+
+def test_a_cuda_study_and_entry_an_earlier_sweeper_hashed_with_its_reference_s_path_hold(
+        tmp_path, monkeypatch, capsys):
+    """A ``cuda`` kernel's ``file.py:function`` reference and refuse, which an earlier
+    sweeper's source hash named by their paths (this one names them by their files'
+    names), leave its study and tuning entries on the same source: the study resumes
+    without ``--force`` and measures nothing again (its trials name the earlier hash),
+    recording the hash now; its export, and a lookup of its entries (their options
+    absolute, as that earlier sweeper kept them, or relative), do not say it is stale.
+    An edit of the reference's file is still a change to each."""
+    import warnings
+
+    from sweeper import lookup
+    from sweeper.cli import main
+    from sweeper.errors import StaleTuningWarning
+    from sweeper.kernels import _cuda_form
+
+    run, space = referenced_project(tmp_path, "limits.py:fits")
+    at = run.index("--study")
+    del run[at:at + 2]                                      # the study plan finds too
+    monkeypatch.chdir(tmp_path / "a")
+    spelled = _cuda_form._spelled
+
+    def earlier(value):             # an earlier sweeper's: a file.py:function by its path
+        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
+
+    with monkeypatch.context() as older:
+        older.setattr(_cuda_form, "_spelled", earlier)
+        assert main(run) == 0
+    store = StudyStore(tmp_path / "st" / "x-replay")
+    was = store.study_meta().kernel_source_hash
+    trials = len(store.records()[0])
+    capsys.readouterr()
+    assert main(["export", "x-replay", "--studies-dir", str(tmp_path / "st"),
+                 "-o", "tuning.json"]) == 0
+    assert capsys.readouterr().err == ""                   # no source changed
+    asked = {"dtype": "float32", "dims": {"m": 64, "n": 256}, "gpu": "replay: NVIDIA H200",
+             "path": "tuning.json"}
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not tuned("cuda:copy.cu:copy", **asked).stale
+    tuning = tmp_path / "a" / "tuning.json"
+    data = json.loads(tuning.read_text())
+    assert {entry["source_hash"] for entry in data["entries"]} == {was}
+    for entry in data["entries"]:               # as the earlier sweeper kept them
+        entry["kernel_options"].update(reference=f"{space.parent / 'ref.py'}:ref",
+                                       refuse=f"{space.parent / 'limits.py'}:fits")
+    tuning.write_text(json.dumps(data))
+    ref = space.parent / "ref.py"
+    ref.write_text(ref.read_text() + "# edited\n")             # a change to both
+    with pytest.warns(StaleTuningWarning, match="earlier source of cuda"):
+        assert tuned("cuda:copy.cu:copy", **asked).stale
+    capsys.readouterr()
+    assert main(run) == 2
+    assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
+    ref.write_text(ref.read_text().replace("# edited\n", ""))   # the same files again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not tuned("cuda:copy.cu:copy", **asked).stale
+    capsys.readouterr()
+    assert main(["plan", *run[1:-2]]) == 0                  # as the run will
+    assert "would measure 0 on" in capsys.readouterr().out
+    assert main(run) == 0                                   # no --force
+    meta = store.study_meta()
+    assert meta.kernel_source_hash != was and meta.respelled == {was: meta.kernel_source_hash}
+    assert len(store.records()[0]) == trials                # nothing measured again
+    assert not meta.forced
+    assert main(run) == 0 and len(store.records()[0]) == trials     # and so on
 
 
 def test_a_study_records_its_space_s_folder_resolved_from_any_working_folder(

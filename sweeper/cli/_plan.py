@@ -138,7 +138,9 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     changed = check_resumable(store, wanted, space, args.force,
                               device.planned_environment().get("replay_table"), planned=True,
                               facts=device.facts())
-    if "kernel_source" in wanted:  # what ran on a source before the edit is measured again
+    # what ran on a source before the edit is measured again (not one respelled since:
+    # study.source_respelled, which the resume reads as the source now)
+    if any(c.startswith("kernel_source:") for c in changed):
         sources = sources.edited(wanted["kernel_source"])
     return store, sources.done(records), changed
 

@@ -208,6 +208,29 @@ def source_hash_unrun(name: str, options: Iterable[tuple[str, str]] = ()) -> str
     return None if source is None else hash_of_source(source)
 
 
+def source_hash_respelled(name: str, options: Mapping[str, str], recorded: str,
+                          spelled: Mapping[str, str] | None = None) -> str | None:
+    """Built-in kernel ``name``'s source hash now, built from ``options`` (as
+    :func:`source_hash_unrun` tells it), where ``recorded`` is the hash an earlier sweeper
+    gave these same files, spelling the options as ``spelled`` (those options as it
+    resolved them; default ``options``) gives them (:meth:`Kernel.earlier_source`: a
+    ``cuda`` kernel's ``file.py:function`` reference or refuse named by its path, where
+    this sweeper names it by its file's name, so that a project moved keeps its hashes).
+    ``None`` where it is not: only that spelling is forgiven, an edit of any file the
+    source reads (the ``.cu`` file, the reference's) is still a change."""
+    try:
+        if not options or not plugins.find(plugins.KERNEL, name).builtin:
+            return None
+        declared = plugins.kernel_declaration(name).specialize(dict(options), None)
+        earlier = declared.earlier_source(options if spelled is None else spelled)
+        source = declared.declared_source()
+    except (SweeperError, OSError, LookupError, ValueError):
+        return None
+    if earlier is None or source is None or hash_of_source(earlier) != recorded:
+        return None
+    return hash_of_source(source)
+
+
 def declared_count(name: str, what: str) -> Any:
     """Built-in kernel ``name``'s count ``what`` for ``plan``, read from its declaration
     where it declares it as a class method, so no torch is imported: ``bytes_moved`` and
@@ -239,6 +262,7 @@ __all__ = [
     "named_by",
     "options_missing",
     "source_hash_now",
+    "source_hash_respelled",
     "source_hash_unrun",
     "source_missing",
     "source_undefined",

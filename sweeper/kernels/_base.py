@@ -424,6 +424,15 @@ class Kernel(abc.ABC):
         a space's options); ``None`` where only an instance tells it."""
         return None
 
+    @classmethod
+    def earlier_source(cls, spelled: Mapping[str, str]) -> str | None:
+        """:meth:`declared_source` as an earlier sweeper wrote it, where that was other
+        text for the same files: it spelled the options the class was built from as
+        ``spelled`` (those options as it resolved them) gives them (``cuda``: a
+        ``file.py:function`` reference or refuse by its path, now by its file's name);
+        ``None`` where no earlier sweeper wrote it otherwise."""
+        return None
+
     def source_hash(self) -> str:
         """A short hash of :meth:`source` (:func:`hash_of_source`): a study records it, so
         results of an edited kernel are not mixed with those of the version they were

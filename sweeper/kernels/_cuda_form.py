@@ -219,12 +219,17 @@ class CudaDeclaration(Kernel):
         if params is not None and files is not None:
             _check_meta_read(launch, files, options.get("grid", ""), params, meta)
             _check_template_defines(launch, files, params, meta)
-        reference = f"// reference {_spelled(options['reference'])}\n" + (
-            f"// refuse {_spelled(options['refuse'])}\n" if "refuse" in options else "")
+        reference = _named(options, _spelled)
         python = _python_files(options)
 
-        def source() -> str:        # the files as compiled, read again after an edit
-            return launch.kernel_source() + reference + _python_source(python)
+        def source(named: str = reference) -> str:
+            # the files as compiled, read again after an edit; the reference and refuse
+            # as ``named`` spells them (an earlier sweeper's: earlier_source)
+            return launch.kernel_source() + named + _python_source(python)
+
+        def earlier_source(_: type, spelled: Mapping[str, str]) -> str | None:
+            earlier = _named(spelled, _spelled_earlier)
+            return None if earlier == reference else source(earlier)
 
         def source_files(self: Any) -> tuple[Path, ...]:
             own: tuple[Path, ...] = built.source_files(self)
@@ -233,8 +238,9 @@ class CudaDeclaration(Kernel):
         source()                    # the files can be read: the source option says so
         # the launch's integer arguments are checked against the space's values as the
         # short kernel's values_problem asks the launch (CudaLaunch.values_problem)
-        attrs = {"plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__,
-                 "source_files": source_files}
+        attrs: dict[str, Any] = {
+            "plan": dataclasses.replace(built.plan, source=source), "__doc__": cls.__doc__,
+            "source_files": source_files, "earlier_source": classmethod(earlier_source)}
         return type("CudaShort", (built, cls), attrs)
 
 
@@ -284,6 +290,21 @@ def _spelled(value: str) -> str:
         return f"{Path(path).name}:{attr}"
     pinned = _pinned(value)
     return value if pinned is None else f"{pinned[1]}:{pinned[2]}"
+
+
+def _spelled_earlier(value: str) -> str:
+    """A reference or refuse as an earlier sweeper's source hash named it: a pinned one's
+    folder left out, as :func:`_spelled` does, a ``file.py:function`` by its path as the
+    space resolved it (:meth:`CudaDeclaration.resolve_option`)."""
+    path, colon, _ = value.rpartition(":")
+    return value if colon and path.endswith(".py") else _spelled(value)
+
+
+def _named(options: Mapping[str, str], spelled: Callable[[str], str]) -> str:
+    """The lines a kernel's source hash names its reference and refuse by, each
+    ``spelled`` so."""
+    return "".join(f"// {key} {spelled(options[key])}\n" for key in ("reference", "refuse")
+                   if key in options)
 
 
 def _pinned_file(root: Path, module: str) -> Path:

@@ -85,6 +85,11 @@ class StudyMeta:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     #: checked against the fingerprint's own copy (:func:`sweeper.study.fingerprint_damage`)
     kernel_source_hash: Any = None
+    #: each kernel source hash an earlier sweeper recorded that a resume found to be the
+    #: same files as this one hashes them (:func:`sweeper.study.source_respelled`), with
+    #: this one's: a trial that names the one was measured on the other
+    #: (:class:`~sweeper.winners.Sources`)
+    respelled: dict[str, str] = field(default_factory=dict)
     bounds: dict[str, Any] | None = None
     ceilings: dict[str, Any] | None = None
     #: whether its problems get interleaved finals (:func:`sweeper.study.finals_wanted`)
