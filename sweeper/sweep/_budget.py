@@ -387,7 +387,10 @@ def _masked(record: TrialRecord) -> tuple[str, str]:
 
 def _alike(seen: list[TrialRecord], record: TrialRecord) -> list[TrialRecord] | None:
     """``seen`` with ``record`` added while it failed as they did, the kernel's fault;
-    ``None`` from the first that did not."""
+    ``None`` from the first that did not.  A trial whose worker was killed from outside
+    (``retry``) says nothing of the kernel: ``seen`` as it was."""
+    if record.retry:
+        return seen
     if record.status not in KERNEL_FAULTS:
         return None
     return [*seen, record] if not seen or _masked(seen[0]) == _masked(record) else None
