@@ -16,10 +16,10 @@ runs against both, so they keep the same promises:
   key first (:meth:`Storage.claim`), keeps the claim alive (:meth:`Storage.heartbeat`) and
   records the trial through it (:meth:`Storage.record_claimed`); a recorded key is never
   claimed again, but for one whose trial is to be measured again (``retry``: its worker
-  was killed from outside), claimed and recorded once more.  A claim's holder is a worker id that one live process holds
-  (:meth:`Storage.enlist`): a claim whose holder's process is gone is taken by another
-  worker at once, and one not renewed for its lease (a holder hung, or on a host that
-  is gone) after that lease;
+  was killed from outside), claimed and recorded once more.  A claim's holder is a worker
+  id that one live process holds (:meth:`Storage.enlist`): a claim whose holder's process
+  is gone is taken by another worker at once, and one not renewed for its lease (a
+  holder hung, or on a host that is gone) after that lease;
 - a problem's torch baseline is kept once per study: every worker measures it before its
   first config of the problem (none waits on another's), and an append of a baseline the
   study holds already keeps nothing, checked under the store's lock or transaction.  A

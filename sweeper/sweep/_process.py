@@ -157,6 +157,7 @@ class ProcessWorker(Worker):
                     f"{got.record.reason} (it left the CUDA context unusable; the sweep "
                     "went on with a fresh worker)"))
             return got
+        assert self._proc is not None
         how = ended(self._proc, GRACE_S)       # before _stop() signals it
         self._stop()
         death = self._death()
