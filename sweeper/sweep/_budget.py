@@ -281,7 +281,7 @@ class Budgets:
         noise."""
         self.measured += 1
         self.note(record, measured_now=True)
-        if self.alike is not None:
+        if self.alike is not None and not record.retry:   # a kill from outside: no news
             self.alike = _alike(self.alike, record)
         if record.ok and (best is None or record.score > best.score):
             if beyond_noise(best, record):
@@ -387,10 +387,7 @@ def _masked(record: TrialRecord) -> tuple[str, str]:
 
 def _alike(seen: list[TrialRecord], record: TrialRecord) -> list[TrialRecord] | None:
     """``seen`` with ``record`` added while it failed as they did, the kernel's fault;
-    ``None`` from the first that did not.  A trial whose worker was killed from outside
-    (``retry``) says nothing of the kernel: ``seen`` as it was."""
-    if record.retry:
-        return seen
+    ``None`` from the first that did not."""
     if record.status not in KERNEL_FAULTS:
         return None
     return [*seen, record] if not seen or _masked(seen[0]) == _masked(record) else None
