@@ -122,9 +122,9 @@ class Sources:
         the study's source now, and those the constraints ruled out (no source changes
         that).  A config measured only on an earlier source is measured again, and so is
         one whose trial is to be (``retry``: its worker was killed from outside)."""
-        return [t for t in self._now(trials) if not t.retry]
+        return [t for t in self._on_source_now(trials) if not t.retry]
 
-    def _now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+    def _on_source_now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
         """``trials`` measured on the study's source now, and those the constraints
         ruled out."""
         return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
@@ -154,7 +154,7 @@ class Sources:
         (:meth:`shown_earlier`); beside them, those the constraints ruled out."""
         earlier = self.shown_earlier(trials)
         if earlier is None:
-            return self._now(trials)
+            return self._on_source_now(trials)
         return [t for t in trials if t.status is TrialStatus.INVALID
                 or self.source_of(t) == earlier.source]
 
