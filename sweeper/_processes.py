@@ -263,6 +263,27 @@ def death(proc: subprocess.Popen[bytes], log: Any) -> str:
     return f"{how}; its last output: {tail}" if tail else f"{how}; no output"
 
 
+def ended(proc: subprocess.Popen[bytes], within: float) -> int | None:
+    """How ``proc`` ended, as its ``returncode`` would say it (``-9``: killed by SIGKILL),
+    waiting ``within`` seconds at most; None where it runs still.  It is not reaped, so
+    :func:`stop` still ends what is left of its group.  Asked before :func:`stop` signals
+    it, this tells a kill from outside (the OOM killer, a user's ``kill -9``) from
+    sweeper's own."""
+    deadline = time.monotonic() + within
+    while proc.returncode is None:
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:       # reaped by another
+            break
+        if info is not None:
+            signalled = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+            return -info.si_status if signalled else info.si_status
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
+    return proc.returncode
+
+
 def stop(proc: subprocess.Popen[bytes] | None) -> bool:
     """End ``proc`` (started in a session of its own) and every process of its group:
     SIGTERM, SIGKILL after ``GRACE_S`` to whatever of the group is left, then reap it

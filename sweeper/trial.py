@@ -78,8 +78,9 @@ KERNEL_FAULTS = frozenset({TrialStatus.COMPILE_ERROR, TrialStatus.WRONG_ANSWER,
 def trials_counted(trials: Iterable[Any]) -> int:
     """How many of the study's ``trials`` (records with a ``status``) the trial budget
     counts already: all but those the constraints or values ruled out (never launched).
-    The sweep's set-up, the run's estimate and ``sweeper plan`` count alike."""
-    return sum(1 for t in trials if t.status is not TrialStatus.INVALID)
+    The sweep's set-up, the run's estimate and ``sweeper plan`` count alike; a trial to
+    be measured again (``retry``) is not counted, its config's next trial is."""
+    return sum(1 for t in trials if t.status is not TrialStatus.INVALID and not t.retry)
 
 
 @dataclass
@@ -119,6 +120,19 @@ class TrialResult:
     #: ``load`` (the power schedule), ``warmup``, ``sample`` (timed launches and what
     #: comes with them: flushes, synchronizing, NVML reads)
     seconds: dict[str, float] = field(default_factory=dict)
+    #: a crash that is not the kernel's: its worker process was killed by a SIGKILL that
+    #: sweeper did not send (the OOM killer, a user's or a scheduler's kill).  It is no
+    #: failure of the kernel's, and it leaves its config to be measured again by the next
+    #: run, once (:class:`~sweeper.store._ledger.Ledger`), whose trial is the config's
+    #: from then on (:func:`~sweeper.store._base.measured_again`)
+    retry: bool = False
+
+    @property
+    def kernel_fault(self) -> bool:
+        """Whether the trial failed by the kernel's fault (:data:`KERNEL_FAULTS`), which
+        ``sweeper run``'s exit status says: a crash whose worker was killed from outside
+        (:attr:`retry`) is not."""
+        return self.status in KERNEL_FAULTS and not self.retry
 
 
 #: A median within this many launch floors is mostly launch overhead, not the kernel.

@@ -126,7 +126,13 @@ class Sources:
     def done(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
         """``trials`` that leave their config done for a resumed sweep: those measured on
         the study's source now, and those the constraints ruled out (no source changes
-        that).  A config measured only on an earlier source is measured again."""
+        that).  A config measured only on an earlier source is measured again, and so is
+        one whose trial is to be (``retry``: its worker was killed from outside)."""
+        return [t for t in self._on_source_now(trials) if not t.retry]
+
+    def _on_source_now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+        """``trials`` measured on the study's source now, and those the constraints
+        ruled out."""
         return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
 
     def source_of(self, trial: TrialRecord) -> str | None:
@@ -149,13 +155,13 @@ class Sources:
 
     def shown(self, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
         """``trials`` as the report shows them (its tables, heatmaps and failures, and
-        the failed line ``sweeper report`` prints): those that leave their config done
-        (:meth:`done`) once a trial was measured on the source now; until then those of
-        the latest earlier source that measured any (:meth:`shown_earlier`), beside those
-        the constraints ruled out."""
+        the failed line ``sweeper report`` prints): those measured on the source now,
+        once one was, a trial to be measured again included (:meth:`done` leaves it
+        out); until then those of the latest earlier source that measured any
+        (:meth:`shown_earlier`); beside them, those the constraints ruled out."""
         earlier = self.shown_earlier(trials)
         if earlier is None:
-            return self.done(trials)
+            return self._on_source_now(trials)
         return [t for t in trials if t.status is TrialStatus.INVALID
                 or self.source_of(t) == earlier.source]
 

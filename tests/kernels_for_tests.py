@@ -326,3 +326,23 @@ class ReadsAGlobalTurnsDownSmallBlocks(ReadsAGlobal):
     def refusal(self, config: Config, device: str) -> str | None:
         block = config.meta["BLOCK"]
         return f"BLOCK={block} is below the 1024 this kernel takes" if block < 1024 else None
+
+
+class KilledOnBigBlock(CopyKernel):
+    """For BLOCK 1024 on more than one program the process is killed by a SIGKILL it sends
+    itself, as the OOM killer or a user's ``kill -9`` would send it: with 1 warp at every
+    try, with 4 only where the file ``$SWEEPER_TEST_KILLED`` names is not there yet (it
+    makes it first).  Every other config copies."""
+
+    name = "killed"
+
+    def launch(self, buffers, config: Config) -> None:
+        if config.meta["BLOCK"] == 1024 and config.grid > 1:
+            import os
+            import signal
+
+            marker = os.environ["SWEEPER_TEST_KILLED"]
+            if config.num_warps == 1 or not os.path.exists(marker):
+                open(marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+        super().launch(buffers, config)

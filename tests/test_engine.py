@@ -123,6 +123,56 @@ def test_worker_processes_survive_a_crash_and_a_hang_in_one_command(write_space,
     assert all(t.gpu.name == "Triton interpreter (CPU)" for t in measured)
 
 
+def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
+        write_space, tmp_path, monkeypatch, capsys):
+    """Slow (~40 s: three commands, each worker process importing torch).  A SIGKILL that
+    sweeper did not send (the OOM killer, a user's kill -9) is no fault of the kernel's:
+    the trial is recorded crashed to be measured again, the command exits 0, and the next
+    run measures the config again, once; killed again, it is the config's crash (exit 3,
+    then in the next run's "failed in earlier runs"), measured no more.  The study reads
+    as one trial a config."""
+    from sweeper.cli import main
+
+    monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
+    path = write_space(SMALL_SPACE.replace("kernel: copy",
+                                           "kernel: tests.kernels_for_tests:KilledOnBigBlock"))
+
+    def run() -> tuple[int, str, list[TrialRecord]]:
+        status = main(["run", str(path), "--device", "interpret", "--workers", "process",
+                       "--studies-dir", str(tmp_path), "--quiet", "--no-report"])
+        out = capsys.readouterr().out
+        measured = _measured(StudyStore(tmp_path / "tiny-interpret"))
+        assert len(measured) == len({t.key() for t in measured}) == 6
+        return status, out, [t for t in measured if not t.ok]
+
+    status, out, failed = run()
+    assert status == 0, out
+    assert "done: 4 measured, 2 failed" in out and "failed: 2 crashed (first: #" in out
+    assert [(t.retry, t.config.meta["BLOCK"]) for t in failed] == [(True, 1024)] * 2
+    assert all(t.reason == (
+        "a SIGKILL that sweeper did not send killed the worker process: not the kernel's "
+        "fault, the next run measures it again (the OOM killer, or a user's or a "
+        "scheduler's kill; killed by SIGKILL; no output; killed so again, it is recorded "
+        "as crashed); the sweep went on with a fresh worker") for t in failed)
+    first = {t.config.num_warps: t.number for t in failed}
+
+    status, out, failed = run()           # the 4-warp config is measured, the other killed
+    assert status == 3, out
+    assert "done: 1 measured, 1 failed" in out and "earlier runs" not in out
+    (crashed,) = failed
+    assert crashed.config.num_warps == 1 and not crashed.retry
+    assert crashed.reason.startswith(
+        "a SIGKILL that sweeper did not send killed the worker process again, as in trial "
+        f"#{first[1]}: killed twice, so likely by this config")
+
+    status, out, failed = run()
+    assert status == 3 and "done: 0 measured, 0 failed" in out
+    assert f"failed in earlier runs: 1 crashed (first: #{crashed.number} " in out
+    assert failed == [crashed]
+    lines = (tmp_path / "tiny-interpret" / "trials.jsonl").read_text().splitlines()
+    assert sum('"retry":true' in line for line in lines) == 2   # the journal keeps them
+
+
 def test_one_worker_process_measures_the_finals_and_is_not_waited_for(
         write_space, tmp_path, monkeypatch):
     """Slow (~8 s: the worker process imports torch).  With one worker process the finals

@@ -5,14 +5,17 @@ worker that never says it is ready."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
 
-from sweeper._processes import GRACE_S, send_within
+from sweeper._processes import GRACE_S, ended, send_within, stop
 from sweeper.store import StudyStore, TrialRecord
 from sweeper.sweep import _process
 from sweeper.trial import TrialStatus
@@ -102,6 +105,23 @@ def test_a_fresh_worker_that_never_starts_stops_the_sweep_with_one_line(
         "study")
     assert len(pids.read_text().splitlines()) == 2    # the hung worker, then the fresh one
     assert _left_behind(pids) == []
+
+
+def test_how_a_process_ended_is_told_without_reaping_it():
+    """:func:`ended` tells a process killed by a SIGKILL before sweeper signalled it (the
+    OOM killer, a user's kill -9) from one that exited and one still running, and leaves
+    each to :func:`stop`, which ends the one running with its SIGTERM."""
+    killed = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    os.kill(killed.pid, signal.SIGKILL)
+    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"],
+                              start_new_session=True)
+    running = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    assert (ended(killed, 10), ended(exited, 30), ended(running, 0.1)) == \
+        (-signal.SIGKILL, 3, None)
+    assert killed.returncode is exited.returncode is None           # not reaped
+    assert all(stop(proc) for proc in (killed, exited, running))
+    assert (killed.returncode, exited.returncode, running.returncode) == \
+        (-signal.SIGKILL, 3, -signal.SIGTERM)
 
 
 def test_a_send_to_a_peer_that_stopped_reading_gives_up_at_its_deadline():

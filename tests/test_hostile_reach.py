@@ -300,6 +300,41 @@ def test_a_run_writes_under_its_studies_folder_only(tmp_path, capsys):
     assert {Path(k).parts[:2] for k in after if k.startswith("st/")} == {("st", "tiny-replay")}
 
 
+def test_the_commands_that_read_a_study_add_to_its_folder_only_their_outputs(tmp_path,
+                                                                           capsys):
+    """report, export, compare, roofline, plan and the Python API's load_study read a study
+    (a copy of one, without the lock files a run leaves): its files stay as they were and
+    none is added (no claims or worker lock) but report's own."""
+    import shutil
+
+    import sweeper
+    from tests.test_hostile_replay import COLUMNS, HEADER, ROWS, SPACE
+
+    (tmp_path / "tiny.yaml").write_text(SPACE)
+    (tmp_path / "t.csv").write_text("\n".join([*HEADER, COLUMNS, *ROWS]) + "\n")
+    assert main(["run", str(tmp_path / "tiny.yaml"), "--device", f"replay:{tmp_path / 't.csv'}",
+                 "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]) == 0
+    study = tmp_path / "copied" / "tiny-replay"
+    shutil.copytree(tmp_path / "st" / "tiny-replay", study,
+                    ignore=shutil.ignore_patterns(".*.lock"))
+    before = _files(study)
+    out = tmp_path / "out"
+    for args in (["report", str(study)], ["export", str(study), "-o", str(out / "t.json")],
+                 ["compare", f"{study}@1", f"{study}@2"],
+                 ["plan", str(tmp_path / "tiny.yaml"), "--device", f"replay:{tmp_path / 't.csv'}",
+                  "--studies-dir", str(study.parent)]):
+        assert main(args) == 0, args
+    # read, then refused: a replay has no roofline
+    assert main(["roofline", "--studies-dir", str(study.parent), "-o", str(out / "r.png")]) == 2
+    loaded = sweeper.load_study(study)
+    loaded.trials_dataframe(), loaded._repr_html_(), loaded.report()
+    loaded.export(out / "t.csv", format="csv")
+    capsys.readouterr()
+    reported = ("report.md", "report.html", "report.json", "heatmaps/")
+    assert {k: v for k, v in _files(study).items() if not k.startswith(reported)} == before
+    assert sorted(p.name for p in study.iterdir() if p.name.startswith(".")) == []
+
+
 # -- what a space file can reach ------------------------------------------------------------
 @pytest.fixture
 def layout(tmp_path):

@@ -95,6 +95,10 @@ HOSTILE: dict[str, tuple[Edit, str]] = {
     "a source hash that is not one": (lambda d: d.update(source_hash="1111\x1b[2J"),
                                       r"trial record: source_hash '1111\\x1b\[2J' is not "
                                       r"a kernel's source hash \(16 hex digits\)"),
+    "an ok trial to be measured again": (lambda d: d.update(retry=True),
+                                         r"trial record: retry is true on a trial with "
+                                         r"status ok; only a crashed trial is measured "
+                                         r"again"),
 }
 
 

@@ -970,6 +970,25 @@ def test_failures_alike_are_judged_on_their_whole_line_not_the_terminal_cut():
     assert _alike([first], other) is None
 
 
+def test_a_trial_killed_from_outside_neither_joins_nor_ends_the_failures_alike():
+    """A trial whose worker a SIGKILL sweeper did not send ended (``retry``) says nothing
+    of the kernel: the failures alike before and after it are counted as if it were not
+    there, never ended by it nor joined."""
+    from sweeper.space import Budget
+    from sweeper.store import TrialRecord
+    from sweeper.sweep._budget import Budgets, StopFlag
+    from sweeper.trial import TrialStatus
+
+    budgets = Budgets(Budget(), StopFlag(), max_trials=None, max_time_s=None, ceilings=None,
+                      valid=10, measured=0, t0=0.0)
+    trials = [TrialRecord(number=n, choice={"BLOCK": str(n)}, status=TrialStatus.CRASHED,
+                          reason="boom" if n != 1 else "killed", retry=n == 1)
+              for n in range(3)]
+    for t in trials:
+        budgets.counted(t, None)
+    assert budgets.alike == [trials[0], trials[2]]
+
+
 def test_failures_that_share_a_value_do_not_stop_the_run(write_space, tmp_path, capsys,
                                                          monkeypatch):
     """Five failures alike that all have BLOCK=1024 may be that value's fault, not the

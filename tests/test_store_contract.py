@@ -24,6 +24,7 @@ from sweeper.store import BaselineRecord, DriftRecord, DutyRecord, StudyStore
 from sweeper.store._base import Storage, claim_key, claimed, record_key
 from sweeper.store._claims_file import BUSY_RUN, Claim, busy, worker_taken
 from sweeper.store._open import copy_study, open_storage
+from sweeper.trial import TrialStatus
 from tests import store_workers
 from tests.test_journal import META, trial
 from tests.test_records import every_kind
@@ -174,6 +175,32 @@ def test_a_config_recorded_only_on_an_earlier_kernel_source_is_claimed_on_the_ne
     assert store.claim(on_new, "b", 30) is Claim.DONE
     assert store.claim(claim_key(json.loads(second), new), "b", 30) is Claim.TAKEN
     assert [t.source_hash for t in fresh(backend).records()[0]] == [old, None, new]
+
+
+def test_a_trial_to_be_measured_again_lets_its_config_be_recorded_once_more(backend):
+    """A trial whose worker was killed from outside (``retry``) leaves its config to be
+    measured again: claimed as any config not measured yet, recorded once more, then done;
+    a third trial of it is refused as any config's second.  Every reader sees that
+    config's one trial, the later; the study keeps both, and its trial budget counts
+    one."""
+    store = make(backend)
+    store.share()
+    killed = dataclasses.replace(trial(0, status=TrialStatus.CRASHED), samples_ms=[],
+                                 stats=None, gbps=0.0, reason="killed", retry=True)
+    store.append(killed)
+    store.append(trial(1))
+    key = claim_key(killed.key())
+    assert store.claim(key, "a", 30) is Claim.TAKEN
+    again = store.record_claimed(key, "a", dataclasses.replace(trial(0), number=9))
+    assert again is not None and again.number == 2
+    assert store.claim(key, "b", 30) is Claim.DONE
+    with pytest.raises(StudyError, match=r"trial #3 measures the config of trial #2 "):
+        store.append(dataclasses.replace(trial(0), number=3))
+    store.close()
+    reader = fresh(backend)
+    assert [(t.number, t.retry) for t in reader.records()[0]] == [(1, False), (2, False)]
+    assert [d.get("retry", False) for d in reader.raw_records()] == [True, False, False]
+    assert reader.trials_counted() == 2
 
 
 def _spawn() -> multiprocessing.context.SpawnContext:

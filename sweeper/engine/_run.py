@@ -82,19 +82,16 @@ class RunResult:
     @property
     def kernel_faults(self) -> int:
         """This run's trials that failed by the kernel's fault
-        (:data:`~sweeper.trial.KERNEL_FAULTS`: a wrong answer, a crash, a compile error),
-        those of the processes a hang replaced before this one included (the trials the
-        study recorded since the command started, ``$SWEEPER_SINCE``)."""
-        from sweeper.trial import KERNEL_FAULTS
-
+        (:attr:`~sweeper.trial.TrialResult.kernel_fault`: a wrong answer, a crash, a
+        compile error), those of the processes a hang replaced before this one included
+        (the trials the study recorded since the command started, ``$SWEEPER_SINCE``)."""
         since = os.environ.get(SINCE)
         if since is not None:
             return sum(1 for t in self.store.records()[0]
-                       if t.status in KERNEL_FAULTS and t.started >= since)
+                       if t.kernel_fault and t.started >= since)
         if self.summary is None:
             return 0
-        return sum(1 for t in self.summary.trials[self.summary.resumed:]
-                   if t.status in KERNEL_FAULTS)
+        return sum(1 for t in self.summary.trials[self.summary.resumed:] if t.kernel_fault)
 
 
 #: The environment variable a command re-executed after a hang carries its start in (UTC,
@@ -229,17 +226,15 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
     _note_costs(space, device, clock, summary, check)
-    from sweeper.trial import KERNEL_FAULTS
-
     return RunResult(store, summary, failure,
-                     failed_before=sum(1 for t in before if t.status in KERNEL_FAULTS))
+                     failed_before=sum(1 for t in before if t.kernel_fault))
 
 
 def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
     """The trials a resumed study kept from earlier runs that failed (``failed``
     statuses), measured on its kernel source now and of configs this run's space holds:
     what it still holds of its failures (a config dropped from the space, or measured
-    only on an earlier source, is not)."""
+    only on an earlier source, is not, nor a trial this run measures again: ``retry``)."""
     from sweeper.outcome import FAILED
     from sweeper.sweep._optuna import in_space
     from sweeper.winners import Sources
@@ -248,7 +243,7 @@ def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
     if not kept:
         return []
     return [t for t in Sources.of(store.study_meta()).measured_now(kept)
-            if t.status in FAILED and in_space(space, t.choice)]
+            if t.status in FAILED and not t.retry and in_space(space, t.choice)]
 
 
 def _unchanged_since_alike(before: Any, after: Any, space: Any) -> str | None:

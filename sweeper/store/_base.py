@@ -15,10 +15,11 @@ runs against both, so they keep the same promises:
 - a config is measured once however many workers share the study: a worker *claims* its
   key first (:meth:`Storage.claim`), keeps the claim alive (:meth:`Storage.heartbeat`) and
   records the trial through it (:meth:`Storage.record_claimed`); a recorded key is never
-  claimed again.  A claim's holder is a worker id that one live process holds
-  (:meth:`Storage.enlist`): a claim whose holder's process is gone is taken by another
-  worker at once, and one not renewed for its lease (a holder hung, or on a host that
-  is gone) after that lease;
+  claimed again, but for one whose trial is to be measured again (``retry``: its worker
+  was killed from outside), claimed and recorded once more.  A claim's holder is a worker
+  id that one live process holds (:meth:`Storage.enlist`): a claim whose holder's process
+  is gone is taken by another worker at once, and one not renewed for its lease (a
+  holder hung, or on a host that is gone) after that lease;
 - a problem's torch baseline is kept once per study: every worker measures it before its
   first config of the problem (none waits on another's), and an append of a baseline the
   study holds already keeps nothing, checked under the store's lock or transaction.  A
@@ -100,6 +101,30 @@ def first_baselines(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             seen.add(key)
             out.append(data)
     return out
+
+
+def measured_again(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` without each trial to be measured again (``retry``: its worker was
+    killed from outside) that a later trial of its config on its kernel source measured
+    again: a study reads as that config's one trial (the journal keeps both)."""
+    waiting: dict[tuple[tuple[str, ...], str | None], int] = {}
+    again: set[int] = set()
+    for at, data in enumerate(records):
+        if data["kind"] != "trial" or not (waiting or data.get("retry")):
+            continue
+        key = (key_of(data["choice"]), data.get("source_hash"))
+        if key in waiting:
+            again.add(waiting.pop(key))
+        if data.get("retry"):
+            waiting[key] = at
+    return [d for at, d in enumerate(records) if at not in again] if again else records
+
+
+def counts(data: dict[str, Any]) -> bool:
+    """Whether the trial budget counts a trial record's JSON ``data``, as
+    :func:`~sweeper.trial.trials_counted` counts: all but those the constraints ruled out
+    and those to be measured again (their config's next trial counts)."""
+    return data.get("status") != TrialStatus.INVALID.value and not data.get("retry")
 
 
 def check_copied(origin: str, where: str, wanted: tuple[dict[str, Any], list[dict[str, Any]]],
@@ -267,8 +292,7 @@ class Storage(ABC):
         them (all but those the constraints ruled out, as
         :func:`~sweeper.trial.trials_counted` counts): workers sharing the study stop at
         its budget together."""
-        return sum(1 for d in self._scan().records
-                   if d["kind"] == "trial" and d.get("status") != TrialStatus.INVALID.value)
+        return sum(1 for d in self._scan().records if d["kind"] == "trial" and counts(d))
 
     def bad_lines(self) -> list[BadLine]:
         """What reads set aside as not records, numbered by their place in the study."""
@@ -289,10 +313,11 @@ class Storage(ABC):
 
     def _recorded(self, claims: Any, key: str) -> bool:
         """Whether a record of ``key`` is kept (within the step ``claims``): of its config,
-        on the kernel source it names if it names one (:func:`claimed`)."""
+        on the kernel source it names if it names one (:func:`claimed`), and not to be
+        measured again (``retry``)."""
         config, source = claimed(key)
-        return any(source is None or data.get("source_hash") == source
-                   for data in self._kept(claims, config))
+        return any((source is None or data.get("source_hash") == source)
+                   and not data.get("retry") for data in self._kept(claims, config))
 
     @abstractmethod
     def _kept(self, claims: Any, key: str) -> Iterable[dict[str, Any]]:
@@ -366,7 +391,7 @@ class Storage(ABC):
         kinds: dict[str, tuple[type[Record], list[Any]]] = {
             cls.__dataclass_fields__["kind"].default: (cls, [])   # type: ignore[attr-defined]
             for cls in classes}
-        for data in first_baselines(self.raw_records(warn)):
+        for data in first_baselines(measured_again(self.raw_records(warn))):
             if data["kind"] in kinds:
                 cls, out = kinds[data["kind"]]
                 out.append(cls.from_json(data))

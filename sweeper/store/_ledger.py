@@ -3,7 +3,8 @@ the order they were appended, by the journal's reader and writer and by the Post
 store alike, so every command reads the same study.
 
 - A trial number is recorded once, and a config (its choice's :func:`key_of`) too: a
-  later trial of either is set aside and the first is kept.
+  later trial of either is set aside and the first is kept.  A config whose trial is to
+  be measured again (``retry``: its worker was killed from outside) may have one more.
 - A trial belongs to the study's space: its choice has a label for each of the study's
   axes (``study.json``'s ``axes``, widened by every resume to the space it ran) but those
   of one label (which resolving a choice fills in: a journal older than the ``cache`` axis
@@ -78,10 +79,11 @@ class Ledger:
     def __init__(self, axes: Axes | None = None) -> None:
         self.axes = axes
         self.trials: dict[int, int] = {}                          # number -> line
-        #: (config key, source hash) -> (number, line): each config's first trial on
-        #: each kernel source (a study resumed with ``--force`` after its kernel changed
-        #: measures its configs again on the new one)
-        self.configs: dict[tuple[tuple[str, ...], str | None], tuple[int, int]] = {}
+        #: (config key, source hash) -> (number, line, retry): each config's trial on each
+        #: kernel source (a study resumed with ``--force`` after its kernel changed
+        #: measures its configs again on the new one): its first, or the one after a
+        #: trial to be measured again (``retry``)
+        self.configs: dict[tuple[tuple[str, ...], str | None], tuple[int, int, bool]] = {}
 
     @property
     def axes(self) -> Axes | None:
@@ -109,7 +111,7 @@ class Ledger:
                 if problem is not None:
                     return f"trial #{number}: {problem}"
             earlier = self.configs.get((key_of(data["choice"]), data.get("source_hash")))
-            if earlier is not None:
+            if earlier is not None and not earlier[2]:
                 return (f"trial #{number} measures the config of trial #{earlier[0]} (line "
                         f"{earlier[1]}) again; the first is kept")
             return None
@@ -123,11 +125,14 @@ class Ledger:
         """Count ``data``, a record :meth:`problem` passed, as the study's line ``line``."""
         if data["kind"] == "trial":
             self.add_trial(data["number"], key_of(data["choice"]), line,
-                           data.get("source_hash"))
+                           data.get("source_hash"), bool(data.get("retry")))
 
     def add_trial(self, number: int, key: tuple[str, ...], line: int,
-                  source: str | None = None) -> None:
+                  source: str | None = None, retry: bool = False) -> None:
         """Count trial ``number`` of the config ``key`` (:func:`key_of`), measured on the
-        kernel source ``source`` (None: unnamed), as line ``line``."""
+        kernel source ``source`` (None: unnamed), as line ``line``; ``retry``: its config
+        is to be measured again."""
         self.trials[number] = line
-        self.configs.setdefault((key, source), (number, line))
+        earlier = self.configs.get((key, source))
+        if earlier is None or earlier[2]:
+            self.configs[(key, source)] = (number, line, retry)

@@ -51,7 +51,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
-from sweeper.store._base import Storage, check_copied, kept_once, record_key
+from sweeper.store._base import Storage, check_copied, counts, kept_once, record_key
 from sweeper.store._claims_file import BUSY_RUN, Held, busy, worker_taken
 from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
@@ -59,7 +59,6 @@ from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
 from sweeper.store._schema import record_class
 from sweeper.store._url import SHAPE, database_url, mask_url, with_timeouts
-from sweeper.trial import TrialStatus
 
 SCHEMA = sa.MetaData()
 STUDIES = sa.Table("sweeper_studies", SCHEMA,
@@ -357,8 +356,9 @@ class PostgresStore(Storage):
             wanted = rows.c.number.in_(numbers) | (rows.c.key == (record_key(data) or ""))
             for row in c.execute(sa.select(rows).where(rows.c.kind == "trial", wanted)
                                  .order_by(rows.c.at)):
+                line = json.loads(row.line)
                 ledger.add_trial(row.number, tuple(json.loads(row.key)), row.at,
-                                 json.loads(row.line).get("source_hash"))
+                                 line.get("source_hash"), bool(line.get("retry")))
         return ledger
 
     def _scan(self) -> Scan:
@@ -389,7 +389,7 @@ class PostgresStore(Storage):
         for row in rows:
             seq = row.seq
             with contextlib.suppress(ValueError, AttributeError):
-                count += json.loads(row.line).get("status") != TrialStatus.INVALID.value
+                count += counts(json.loads(row.line))
         self._counted = (seq, count)
         return count
 

@@ -133,8 +133,8 @@ class TrialRecord(TrialResult, Record):
         """What readers rely on beyond the field types: labels a space could have given
         (no control character: every table, file and terminal shows them as they are),
         a source hash a kernel could have (which sources count: :class:`~sweeper.winners.Sources`),
-        samples as many as their statistics count, and an ``ok`` trial has a config and
-        a median."""
+        samples as many as their statistics count, an ``ok`` trial has a config and
+        a median, and only a crashed one is measured again (``retry``)."""
         for axis, label in data["choice"].items():
             if CONTROL.search(axis):
                 return f"choice: axis {show(axis)} holds a control character"
@@ -143,6 +143,9 @@ class TrialRecord(TrialResult, Record):
         source = data.get("source_hash")
         if source is not None and not re.fullmatch(SOURCE_HASH, source):
             return f"source_hash {show(source)} is not a kernel's source hash (16 hex digits)"
+        if data.get("retry") and data["status"] != TrialStatus.CRASHED.value:
+            return (f"retry is true on a trial with status {data['status']}; only a "
+                    "crashed trial is measured again")
         problem = samples_problem(data) or amounts_problem(data, TRIAL_AMOUNTS)
         if problem is None and data["status"] == TrialStatus.OK.value:
             if data.get("config") is None:

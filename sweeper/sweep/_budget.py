@@ -281,7 +281,7 @@ class Budgets:
         noise."""
         self.measured += 1
         self.note(record, measured_now=True)
-        if self.alike is not None:
+        if self.alike is not None and not record.retry:   # a kill from outside: no news
             self.alike = _alike(self.alike, record)
         if record.ok and (best is None or record.score > best.score):
             if beyond_noise(best, record):

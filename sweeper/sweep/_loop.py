@@ -133,6 +133,10 @@ class Run:
     #: which of the kernel's files was edited since the sweep took its source hash
     #: (None: none): no trial is kept after, and the sweep stops (:meth:`Sweep._keep`)
     edited: str | None = None
+    #: the study's trials whose worker process was killed from outside, by config key:
+    #: their configs are measured again (``retry``), and a second such kill is the
+    #: config's crash
+    killed: dict[tuple[str, ...], int] = field(default_factory=dict)
 
 
 class Sweep:
@@ -225,7 +229,8 @@ class Sweep:
         the baseline again (drift) and run the finals of each problem without a winner
         (with worker processes: in them, on every GPU left at once, before they close).  Every
         trial is journaled as soon as it is measured; a resume measures none again, but for
-        those measured on an earlier kernel source (:meth:`~sweeper.winners.Sources.done`).
+        those measured on an earlier kernel source and those whose worker process was
+        killed from outside (:meth:`~sweeper.winners.Sources.done`).
         An edit of the kernel's source while it runs stops it after the trials in flight,
         none of them kept, nor any later trial or final, nor the drift check:
         :class:`SourceEdited`, every trial and final before kept."""
@@ -376,8 +381,9 @@ class Sweep:
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
         asked = AskedAhead(self.ask_ahead)
+        killed = {t.key(): t.number for t in trials if t.retry and sources.current(t)}
         return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
-                    outbox, ahead, asked=asked, earlier=sources.earlier(trials))
+                    outbox, ahead, asked=asked, earlier=sources.earlier(trials), killed=killed)
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of
@@ -576,10 +582,11 @@ class Sweep:
 
     def _job(self, run: Run, choice: Choice, trials: list[optuna.trial.Trial]) -> Job:
         """The job measuring ``choice``, its ``trials`` told its outcome when it comes."""
-        run.waiting[key_of(choice)] = trials
+        key = key_of(choice)
+        run.waiting[key] = trials
         run.number += 1
         return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty,
-                   self.source_hash)
+                   self.source_hash, run.killed.get(key))
 
     def _refused_ahead(self, run: Run, trial: optuna.trial.Trial, choice: Choice) -> bool:
         """Whether the compile pool (or, on the interpreter, the GPU check) found

@@ -11,7 +11,11 @@ only the coordinator, which stops after the trials in flight.
 A worker that dies mid-trial (a segfault, ``os._exit``, a sticky CUDA error) has that
 trial recorded as ``crashed`` with its exit status and last output; one that runs past
 ``measure.timeout`` is stopped (SIGTERM, then SIGKILL after a grace) and the trial
-recorded as ``timeout``.  Either way a fresh worker takes its place.
+recorded as ``timeout``.  Either way a fresh worker takes its place.  A worker killed by
+a SIGKILL that sweeper did not send (it had died before sweeper signalled it: the OOM
+killer, a user's or a scheduler's kill) is no fault of the kernel's: its trial is
+recorded ``crashed`` to be measured again by the next run (``retry``), and only a second
+such kill of the config's trial is recorded as its crash.
 
 The coordinator never waits on a worker without bound (:mod:`sweeper._processes`: every
 send has a deadline, stopping ends the whole process group and gives up reaping after
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -36,6 +41,7 @@ from sweeper._processes import (
     STARTUP_S,
     WORKER,
     death,
+    ended,
     linger,
     prespawn,
     send_within,
@@ -151,10 +157,29 @@ class ProcessWorker(Worker):
                     f"{got.record.reason} (it left the CUDA context unusable; the sweep "
                     "went on with a fresh worker)"))
             return got
+        assert self._proc is not None
+        how = ended(self._proc, GRACE_S)       # before _stop() signals it
         self._stop()
-        return self._failed(TrialStatus.CRASHED, (
-            f"the worker process died during this trial ({self._death()}); the sweep "
-            "went on with a fresh worker"))
+        death = self._death()
+        if how != -signal.SIGKILL:
+            return self._failed(TrialStatus.CRASHED, (
+                f"the worker process died during this trial ({death}); the sweep went on "
+                "with a fresh worker"))
+        job = self.job
+        assert job is not None
+        killed = "a SIGKILL that sweeper did not send killed the worker process"
+        outside = f"the OOM killer, or a user's or a scheduler's kill; {death}"
+        if job.killed_before is not None:
+            return self._failed(TrialStatus.CRASHED, (
+                f"{killed} again, as in trial #{job.killed_before}: killed twice, so likely "
+                f"by this config (a host allocation the OOM killer ends, say; {death}); the "
+                "sweep went on with a fresh worker"))
+        outcome = self._failed(TrialStatus.CRASHED, (
+            f"{killed}: not the kernel's fault, the next run measures it again ({outside}; "
+            "killed so again, it is recorded as crashed); the sweep went on with a fresh "
+            "worker"))
+        outcome.record.retry = True
+        return outcome
 
     def submit_finals(self, job: FinalsJob) -> None:
         self._finals_job = job

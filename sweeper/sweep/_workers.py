@@ -59,6 +59,10 @@ class Job:
     #: the kernel source hash the trial is recorded under, which a worker process holds
     #: against its own kernel's (None: not checked)
     source: str | None = None
+    #: the earlier trial of this config whose worker process was killed from outside, to
+    #: be measured again (``retry``); None: none.  Killed so again, the trial is recorded
+    #: as the config's crash.
+    killed_before: int | None = None
 
 
 @dataclass
