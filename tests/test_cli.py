@@ -425,6 +425,8 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_130(signal_, status, sma
             "        if name == 'numpy':\n"
             f"            os.kill(os.getpid(), signal.{signal_})\n"
             "sys.meta_path.insert(0, CtrlC())\n"
+            # as in a terminal: a shell's background job starts with SIGINT ignored
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "sys.argv = ['sweeper', *sys.argv[1:]]\n"
             "runpy.run_module('sweeper', run_name='__main__', alter_sys=True)\n")
     env = {**os.environ,
