@@ -330,7 +330,8 @@ class ReadsAGlobalTurnsDownSmallBlocks(ReadsAGlobal):
 
 class KilledOnBigBlock(CopyKernel):
     """For BLOCK 1024 on more than one program the process is killed by a SIGKILL it sends
-    itself, as the OOM killer or a user's ``kill -9`` would send it: with 1 warp at every
+    itself, as the OOM killer or a user's ``kill -9`` would send it (or the signal
+    ``$SWEEPER_TEST_KILL_SIGNAL`` names: a scheduler's ``SIGTERM``): with 1 warp at every
     try, with 4 only where the file ``$SWEEPER_TEST_KILLED`` names is not there yet (it
     makes it first).  Every other config copies."""
 
@@ -344,5 +345,6 @@ class KilledOnBigBlock(CopyKernel):
             marker = os.environ["SWEEPER_TEST_KILLED"]
             if config.num_warps == 1 or not os.path.exists(marker):
                 open(marker, "w").close()
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), getattr(
+                    signal, os.environ.get("SWEEPER_TEST_KILL_SIGNAL", "SIGKILL")))
         super().launch(buffers, config)

@@ -123,10 +123,12 @@ def test_worker_processes_survive_a_crash_and_a_hang_in_one_command(write_space,
     assert all(t.gpu.name == "Triton interpreter (CPU)" for t in measured)
 
 
+@pytest.mark.parametrize("signal_", ["SIGKILL", "SIGTERM"])
 def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
-        write_space, tmp_path, monkeypatch, capsys):
+        signal_, write_space, tmp_path, monkeypatch, capsys):
     """Slow (~40 s: three commands, each worker process importing torch).  A SIGKILL that
-    sweeper did not send (the OOM killer, a user's kill -9) is no fault of the kernel's:
+    sweeper did not send (the OOM killer, a user's kill -9), or a SIGTERM (a scheduler
+    ending a job's processes), is no fault of the kernel's:
     the trial is recorded crashed to be measured again, the command exits 0, and the next
     run measures the config again, once; killed again, it is the config's crash (exit 3,
     then in the next run's "failed in earlier runs"), measured no more.  The study reads
@@ -134,6 +136,7 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     from sweeper.cli import main
 
     monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
+    monkeypatch.setenv("SWEEPER_TEST_KILL_SIGNAL", signal_)
     path = write_space(SMALL_SPACE.replace("kernel: copy",
                                            "kernel: tests.kernels_for_tests:KilledOnBigBlock"))
 
@@ -150,9 +153,9 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     assert "done: 4 measured, 2 failed" in out and "failed: 2 crashed (first: #" in out
     assert [(t.retry, t.config.meta["BLOCK"]) for t in failed] == [(True, 1024)] * 2
     assert all(t.reason == (
-        "a SIGKILL that sweeper did not send killed the worker process: not the kernel's "
+        f"a {signal_} that sweeper did not send killed the worker process: not the kernel's "
         "fault, the next run measures it again (the OOM killer, or a user's or a "
-        "scheduler's kill; killed by SIGKILL; no output; killed so again, it is recorded "
+        f"scheduler's kill; killed by {signal_}; no output; killed so again, it is recorded "
         "as crashed); the sweep went on with a fresh worker") for t in failed)
     first = {t.config.num_warps: t.number for t in failed}
 
@@ -162,7 +165,7 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     (crashed,) = failed
     assert crashed.config.num_warps == 1 and not crashed.retry
     assert crashed.reason.startswith(
-        "a SIGKILL that sweeper did not send killed the worker process again, as in trial "
+        f"a {signal_} that sweeper did not send killed the worker process again, as in trial "
         f"#{first[1]}: killed twice, so likely by this config")
 
     status, out, failed = run()

@@ -12,8 +12,9 @@ A worker that dies mid-trial (a segfault, ``os._exit``, a sticky CUDA error) has
 trial recorded as ``crashed`` with its exit status and last output; one that runs past
 ``measure.timeout`` is stopped (SIGTERM, then SIGKILL after a grace) and the trial
 recorded as ``timeout``.  Either way a fresh worker takes its place.  A worker killed by
-a SIGKILL that sweeper did not send (it had died before sweeper signalled it: the OOM
-killer, a user's or a scheduler's kill) is no fault of the kernel's: its trial is
+a SIGKILL or SIGTERM that sweeper did not send (it had died before sweeper signalled it:
+the OOM killer, a user's kill, a scheduler ending a job's processes) is no fault of the
+kernel's: its trial is
 recorded ``crashed`` to be measured again by the next run (``retry``), and only a second
 such kill of the config's trial is recorded as its crash.
 
@@ -67,6 +68,10 @@ from sweeper.sweep._workers import (
     failed,
 )
 from sweeper.trial import TrialStatus
+
+#: How a worker ended that no kernel does (its ``returncode``): a signal from outside,
+#: the OOM killer's SIGKILL or a scheduler's SIGTERM to every process of its job.
+OUTSIDE_KILLS = (-signal.SIGKILL, -signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -161,13 +166,14 @@ class ProcessWorker(Worker):
         how = ended(self._proc, GRACE_S)       # before _stop() signals it
         self._stop()
         death = self._death()
-        if how != -signal.SIGKILL:
+        if how not in OUTSIDE_KILLS:
             return self._failed(TrialStatus.CRASHED, (
                 f"the worker process died during this trial ({death}); the sweep went on "
                 "with a fresh worker"))
         job = self.job
         assert job is not None
-        killed = "a SIGKILL that sweeper did not send killed the worker process"
+        killed = (f"a {signal.Signals(-how).name} that sweeper did not send killed the "
+                  "worker process")
         outside = f"the OOM killer, or a user's or a scheduler's kill; {death}"
         if job.killed_before is not None:
             return self._failed(TrialStatus.CRASHED, (
