@@ -151,6 +151,8 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     status, out, failed = run()
     assert status == 0, out
     assert "done: 4 measured, 2 failed" in out and "failed: 2 crashed (first: #" in out
+    assert ("2 configs left for the next run to measure again: their worker processes were "
+            "killed from outside (run the same command to measure them)") in out
     assert [(t.retry, t.config.meta["BLOCK"]) for t in failed] == [(True, 1024)] * 2
     assert all(t.reason == (
         f"a {signal_} that sweeper did not send killed the worker process: not the kernel's "
@@ -162,6 +164,7 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     status, out, failed = run()           # the 4-warp config is measured, the other killed
     assert status == 3, out
     assert "done: 1 measured, 1 failed" in out and "earlier runs" not in out
+    assert "left for the next run" not in out
     (crashed,) = failed
     assert crashed.config.num_warps == 1 and not crashed.retry
     assert crashed.reason.startswith(
@@ -174,6 +177,63 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     assert failed == [crashed]
     lines = (tmp_path / "tiny-interpret" / "trials.jsonl").read_text().splitlines()
     assert sum('"retry":true' in line for line in lines) == 2   # the journal keeps them
+
+
+def test_an_interrupted_run_counts_a_config_killed_from_outside_among_those_left(
+        write_space, tmp_path, monkeypatch, capsys):
+    """Slow (~30 s: two commands, each worker process importing torch).  Ctrl-C after a
+    trial whose worker a SIGKILL from outside ended: the configs the run says it left for
+    the next run are those the next run measures, the killed ones among them, said
+    apart."""
+    import re
+    import signal
+
+    from sweeper.cli import main
+    from sweeper.sweep import SilentReporter
+    from tests.test_cli import signal_after_trial
+
+    monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
+    path = write_space(SMALL_SPACE.replace("kernel: copy",
+                                           "kernel: tests.kernels_for_tests:KilledOnBigBlock"))
+    command = ["run", str(path), "--device", "interpret", "--workers", "process",
+               "--studies-dir", str(tmp_path), "--quiet", "--no-report"]
+    trial = SilentReporter.trial
+    signal_after_trial(monkeypatch, 2, signal.SIGINT)   # Ctrl-C after the first killed one
+    assert main(command) == 130
+    out = capsys.readouterr().out
+    killed = [t for t in StudyStore(tmp_path / "tiny-interpret").records()[0] if t.retry]
+    assert killed, out
+    said = re.search(r"(\d+) configs \((\d+) of them to measure again: (its worker process "
+                     r"was|their worker processes were) killed from outside\) and the "
+                     r"finals of 1 problem left for the next run: Ctrl-C stopped the sweep "
+                     r"\(run the same command to measure them\)", out)
+    assert said is not None, out
+    left, again = int(said[1]), int(said[2])
+    assert again == len(killed)
+    monkeypatch.setattr(SilentReporter, "trial", trial)
+    main(command)
+    done = re.search(r"done: (\d+) measured, (\d+) failed", capsys.readouterr().out)
+    assert done is not None and int(done[1]) + int(done[2]) == left   # as many as it said
+
+
+@pytest.mark.parametrize("max_trials, left", [(None, 5), (4, 3)])
+def test_a_config_to_measure_again_is_left_for_the_next_run_under_any_sampler_and_budget(
+        max_trials, left):
+    """Two trials of six valid configs, one to be measured again: a sampler that is not
+    exhaustive leaves up to five configs to the next run, and a trial budget of four
+    three (the next run's budget counts the killed config's next trial, not the killed
+    one)."""
+    from sweeper.space import Budget
+    from sweeper.sweep._budget import Budgets, StopFlag
+
+    budgets = Budgets(Budget(), StopFlag(), max_trials=max_trials, max_time_s=None,
+                      ceilings=None, valid=6, measured=0, t0=0.0)
+    for number, retry in ((0, False), (1, True)):
+        budgets.counted(TrialRecord(number=number, choice={"BLOCK": str(number)},
+                                    status=TrialStatus.CRASHED, reason="died", retry=retry),
+                        None)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    assert budgets.left(study) == (left, False)
 
 
 def test_one_worker_process_measures_the_finals_and_is_not_waited_for(

@@ -416,22 +416,39 @@ def _deferred_line(summary: Any, budget_s: float | None) -> str:
 
 
 def _left_line(summary: Any) -> str | None:
-    """What a Ctrl-C or SIGTERM left for the next run, which the same command measures:
-    the configs not measured yet and the finals not run (``12 configs and the finals of
-    1 problem left for the next run: Ctrl-C stopped the sweep (run the same command to
-    measure them)``); ``None`` where it left nothing, or nothing stopped the run."""
+    """What the run left for the next run, which the same command measures: after a
+    Ctrl-C or SIGTERM the configs not measured yet, those to be measured again among them
+    said apart (``retry``: their worker process was killed from outside), and the finals
+    not run (``12 configs (1 of them to measure again: its worker process was killed from
+    outside) and the finals of 1 problem left for the next run: Ctrl-C stopped the sweep
+    (run the same command to measure them)``); after any other stop, the configs to be
+    measured again; ``None`` where it left nothing of these."""
     from sweeper.sweep._budget import INTERRUPTED
 
     configs, exact = summary.left
     if not configs and not summary.finals_stopped:
-        return None
+        if not summary.again:
+            return None
+        return (f"{counted(summary.again, 'config')} left for the next run to measure again: "
+                f"{_killed(summary.again)} (run the same command to measure "
+                f"{'it' if summary.again == 1 else 'them'})")
     what = [f"{'' if exact else 'up to '}{counted(configs, 'config')}"] if configs else []
+    again = min(summary.again, configs)
+    if again:
+        of = "" if again == configs else f"{again} of them "
+        what[0] += f" ({of}to measure again: {_killed(again)})"
     if summary.finals_stopped:
         what.append(f"{'the ' if configs else ''}finals of "
                     f"{counted(summary.finals_stopped, 'problem')}")
     who = "Ctrl-C" if summary.stopped_by == INTERRUPTED else "a SIGTERM"
     return (f"{' and '.join(what)} left for the next run: {who} stopped the "
             f"{'sweep' if configs else 'finals'} (run the same command to measure them)")
+
+
+def _killed(configs: int) -> str:
+    """Why ``configs`` configs are to be measured again."""
+    return ("its worker process was" if configs == 1 else
+            "their worker processes were") + " killed from outside"
 
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any,

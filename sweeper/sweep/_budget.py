@@ -108,6 +108,10 @@ class Budgets:
         #: configs asked for ahead and dropped unmeasured at a stop: the sampler counts
         #: them as proposed, a resume proposes them again
         self.dropped = 0
+        #: of :attr:`measured`, this run's trials to be measured again (``retry``: their
+        #: worker was killed from outside): told to the sampler, but their configs are
+        #: the next run's to measure, and its trial budget counts them then
+        self.retried = 0
         #: per problem measured: the medians (ms) and their 95 % intervals of its ``ok``
         #: trials, fastest first, whose finals the time budget keeps time for
         #: (:meth:`keep_for_finals`)
@@ -280,6 +284,7 @@ class Budgets:
         the best; it restarts ``budget.patience`` only if it beats the old best beyond
         noise."""
         self.measured += 1
+        self.retried += record.retry
         self.note(record, measured_now=True)
         if self.alike is not None and not record.retry:   # a kill from outside: no news
             self.alike = _alike(self.alike, record)
@@ -295,14 +300,18 @@ class Budgets:
         budget, and whether that is exact: an exhaustive sampler's configs not yet in
         ``study``, and those asked ahead but dropped at the stop; for any other, the valid
         configs not yet measured (``False``: at most that many, as such a sampler may stop
-        before it has tried them all)."""
+        before it has tried them all).  Either way with this run's trials to be measured
+        again (:attr:`retried`), which ``study`` holds as told: the next run measures
+        their configs, and counts them against its trial budget (those of earlier runs
+        ``study`` never held, nor this run's count)."""
         sampler = study.sampler
         exact = isinstance(sampler, ExhaustiveSampler)
-        left = sampler.remaining(study) + self.dropped if isinstance(
+        measured = self.measured - self.retried
+        left = self.retried + sampler.remaining(study) + self.dropped if isinstance(
             sampler, ExhaustiveSampler) else \
-            max(0, self.valid - self.measured + self.outside - self.held)
+            max(0, self.valid - measured + self.outside - self.held)
         if self.max_trials is not None:
-            left = min(left, max(0, self.max_trials - self.measured))
+            left = min(left, max(0, self.max_trials - measured))
         return left, exact
 
     def _spent(self, study: optuna.Study) -> str:

@@ -138,6 +138,12 @@ class Run:
     #: config's crash
     killed: dict[tuple[str, ...], int] = field(default_factory=dict)
 
+    def again(self) -> int:
+        """The configs whose trial the next run measures again (``retry``): those this run
+        recorded so, and those of earlier runs (:attr:`killed`) it did not measure."""
+        return sum(1 for t in self.done.values() if t.retry) + \
+            sum(1 for key in self.killed if key not in self.done)
+
 
 class Sweep:
     """A sweep of ``space`` with ``kernel`` on ``device``, kept in ``store``.
@@ -241,6 +247,7 @@ class Sweep:
                 run.summary.stopped_by = self._loop(run)
                 if self.stop.set:       # Ctrl-C or SIGTERM: the next run measures the rest
                     run.summary.left = run.budgets.left(run.study)
+                run.summary.again = run.again()
                 if run.edited is not None:
                     raise self._edited(run, run.edited)
                 run.budgets.swept = True

@@ -98,6 +98,10 @@ class SweepSummary:
     #: that count is exact (``False``: at most that many;
     #: :meth:`~sweeper.sweep._budget.Budgets.left`)
     left: tuple[int, bool] = (0, True)
+    #: configs whose trial the next run measures again (``retry``: its worker process was
+    #: killed from outside), this run's and those of earlier runs it did not measure; a
+    #: Ctrl-C (or SIGTERM) counts them among :attr:`left` too
+    again: int = 0
     #: what the time budget keeps for the report after the sweep (seconds; ``None``
     #: without a time budget or a report): the command writes none the time left does
     #: not cover
