@@ -177,6 +177,8 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     assert failed == [crashed]
     lines = (tmp_path / "tiny-interpret" / "trials.jsonl").read_text().splitlines()
     assert sum('"retry":true' in line for line in lines) == 2   # the journal keeps them
+    # in format 3, which sweepers older than retry set aside, keeping the trial after
+    assert all(('"retry":true' in line) == ('"format":3' in line) for line in lines)
 
 
 def test_an_interrupted_run_counts_a_config_killed_from_outside_among_those_left(

@@ -280,8 +280,8 @@ BAD = [
      "final record: finalists[0]: no number"),
     ('{"kind":"final","problem":{"footprint":4},"finalists":[],"tied":[],"winner":0}',
      "final record: problem: no dtype"),
-    (GOOD + ',"format":3}',
-     "written in format 3 by a newer sweeper; this one reads records of formats 1 to 2: "
+    (GOOD + ',"format":4}',
+     "written in format 4 by a newer sweeper; this one reads records of formats 1 to 3: "
      "upgrade sweeper"),
     (GOOD + ',"format":0}', "format 0 is not a format number (a whole number >= 1)"),
     (GOOD + ',"format":true}', "format True is not a format number (a whole number >= 1)"),
@@ -329,6 +329,42 @@ def test_every_record_and_a_new_study_file_carry_the_format_they_are_written_in(
     store.append_all(every_kind())
     lines = [json.loads(line) for line in store.journal_path.read_text().splitlines()]
     assert [line["format"] for line in lines] == [FORMAT] * len(every_kind())
+
+
+def test_a_trial_to_measure_again_is_written_in_a_format_older_sweepers_set_aside(
+        tmp_path, monkeypatch):
+    """A trial whose worker was killed from outside (``retry``) is written in format 3,
+    every other record in format 2, and read back as written.  A sweeper older than
+    ``retry`` read such a trial as its config's crash and set aside the config's next
+    trial, the one that measured it, as recorded twice; it reads records of formats 1 to
+    2, so it sets the killed trial aside instead, saying why, and keeps the next one."""
+    from sweeper.store import _upgrade
+    from sweeper.store._schema import RETRY_FORMAT
+
+    choice = {"grid": "sms", "block": "32", "BLOCK": "2048"}
+    killed = TrialRecord(number=1, choice=choice, status=TrialStatus.CRASHED,
+                         reason="a SIGKILL that sweeper did not send killed it", retry=True)
+    trial, *others = every_kind()
+    again = TrialRecord(**{**vars(trial), "number": 2, "choice": choice})
+    assert killed.to_json()["format"] == RETRY_FORMAT == 3
+    assert [r.to_json()["format"] for r in [trial, *others, again]] == [FORMAT] * 7
+    store = StudyStore(tmp_path / "s")
+    store.append_all([trial, killed, again])
+    assert store.records()[0] == [trial, again] and store.bad_lines() == []
+    assert [t.number for t in store.read(TrialRecord)] == [0, 2]
+    # as the sweepers with retry before it wrote it, in format 2: read alike
+    earlier = StudyStore(tmp_path / "earlier")
+    earlier.append_all([trial, RawRecord({**killed.to_json(), "format": FORMAT}), again])
+    assert earlier.records()[0] == [trial, again] and earlier.bad_lines() == []
+    monkeypatch.setattr(_upgrade, "RETRY_FORMAT", FORMAT)     # a reader of formats 1 to 2
+    older = StudyStore(store.root)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert older.records()[0] == [trial, again]
+    (said,) = [str(w.message) for w in caught if w.category is StudyWarning]
+    assert said.startswith(f"{older.journal_path}:2: written in format 3 by a newer "
+                           "sweeper; this one reads records of formats 1 to 2: upgrade "
+                           "sweeper; set aside")
 
 
 def test_an_older_record_is_upgraded_where_it_is_read_and_written_back_as_the_current(tmp_path):

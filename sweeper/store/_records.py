@@ -17,6 +17,7 @@ from sweeper.space import Config, Problem
 from sweeper.store._codec import ProblemKey
 from sweeper.store._schema import (
     CONTROL,
+    RETRY_FORMAT,
     Record,
     amounts_problem,
     samples_problem,
@@ -82,6 +83,12 @@ class TrialRecord(TrialResult, Record):
         measured = {f.name: copy.copy(getattr(result, f.name)) for f in fields(TrialResult)}
         return cls(**measured, number=number, choice=dict(choice), config=config,
                    started=started, wall_s=wall_s)
+
+    def written_format(self) -> int:
+        """:data:`~sweeper.store._schema.RETRY_FORMAT` for a trial to be measured again
+        (``retry``), which sweepers older than it set aside rather than keep as the
+        config's crash; :data:`~sweeper.store._schema.FORMAT` for any other."""
+        return RETRY_FORMAT if self.retry else super().written_format()
 
     @property
     def problem(self) -> ProblemKey | None:

@@ -42,6 +42,15 @@ if TYPE_CHECKING:
 #: The format records and study files are written in, each as its ``format`` field; how
 #: older ones are read is :mod:`sweeper.store._upgrade`, the one place that knows them.
 FORMAT = 2
+#: The format of a trial record whose config is to be measured again (``retry``: its
+#: worker process was killed from outside), the one record written in a format above
+#: :data:`FORMAT`, and the newest format of records this sweeper reads (a later format
+#: of every record is 4).  A sweeper older than ``retry`` reads such a trial as its
+#: config's crash, and sets aside the trial that measured the config again as one
+#: recorded twice: it would keep the kill and lose the measurement.  It reads records of
+#: formats 1 to 2, so it sets this one aside instead, saying it was written by a newer
+#: sweeper, and keeps the config's next trial; every other record stays readable by it.
+RETRY_FORMAT = 3
 
 #: Every kind of journal record, as ``module:Class`` (loaded when first needed); a new kind
 #: of record is added here, or it is set aside as unknown when read.
@@ -68,15 +77,16 @@ def record_problem(data: Any) -> str | None:
     return None if problem is None else f"{kind} record: {problem}"
 
 
-def format_problem(data: Mapping[str, Any], what: str) -> str | None:
+def format_problem(data: Mapping[str, Any], what: str, newest: int = FORMAT) -> str | None:
     """Why ``data``'s ``format`` (1 where it has none) is not one this sweeper reads
-    (``what``: records, study files), or ``None``."""
+    (``what``: records, study files; ``newest``: the newest it reads of them), or
+    ``None``."""
     version = data.get("format", 1)
     if type(version) is not int or version < 1:
         return f"format {show(version)} is not a format number (a whole number >= 1)"
-    if version > FORMAT:
+    if version > newest:
         return (f"written in format {version} by a newer sweeper; this one reads {what} "
-                f"of formats 1 to {FORMAT}: upgrade sweeper")
+                f"of formats 1 to {newest}: upgrade sweeper")
     return None
 
 
@@ -330,13 +340,18 @@ class Record:
     def to_json(self) -> dict[str, Any]:
         """The record as its journal line's JSON object: its fields by msgspec, those of a
         type of :data:`DUMPS` in their own form (a record holds such a value as a field,
-        never deeper), and its ``format``."""
+        never deeper), and its ``format`` (:meth:`written_format`)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
         out: dict[str, Any] = msgspec.to_builtins(
             {k: DUMPS[type(v)](v) if type(v) in DUMPS else v for k, v in fields.items()},
             enc_hook=float)      # numpy's float scalars, which json writes as floats
-        out["format"] = FORMAT
+        out["format"] = self.written_format()
         return out
+
+    def written_format(self) -> int:
+        """The format the record is written in: :data:`FORMAT`, the oldest that holds
+        what every record of its kind says, so older sweepers read it."""
+        return FORMAT
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:

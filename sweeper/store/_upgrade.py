@@ -19,6 +19,10 @@ format 2 by :func:`upgraded` and :func:`upgraded_meta`:
 - a study file's ``last_run`` without a ``sweep_s`` (of format 2 too) kept the sweep's
   seconds as its ``wall_s``: they are its ``sweep_s``, the command's seconds unknown.
 
+A trial record to be measured again (``retry``) is written in format 3
+(:data:`~sweeper.store._schema.RETRY_FORMAT`), read as it is: format 2 and a ``retry``,
+which the sweepers older than it, reading formats 1 to 2, set aside.
+
 A record or study file of a later format than this sweeper's is not guessed at: the
 record is set aside (``file:LINE: reason``), the study file refused, each saying so.
 """
@@ -37,7 +41,7 @@ from sweeper.measure import StopReason, TrialFlag
 from sweeper.space import Config, Shape, shape_of
 from sweeper.store._codec import ProblemKey
 from sweeper.store._records import BaselineRecord
-from sweeper.store._schema import FORMAT, format_problem, show
+from sweeper.store._schema import FORMAT, RETRY_FORMAT, format_problem, show
 
 #: The fields of each kind of record that hold a flag or a stop reason, and whether the
 #: field is a list of them.
@@ -52,7 +56,7 @@ def upgraded(data: Any) -> tuple[Any, str | None]:
     changed in ``data`` itself."""
     if not isinstance(data, dict) or data.get("format") == FORMAT:
         return data, None
-    problem = format_problem(data, "records")
+    problem = format_problem(data, "records", RETRY_FORMAT)
     if problem is not None or "format" in data:
         return data, problem
     kind = data.get("kind")
