@@ -218,6 +218,26 @@ def test_an_interrupted_run_counts_a_config_killed_from_outside_among_those_left
     assert done is not None and int(done[1]) + int(done[2]) == left   # as many as it said
 
 
+def test_a_config_killed_from_outside_that_the_run_does_not_hold_is_not_left_to_it(
+        write_space, tmp_path, monkeypatch, capsys):
+    """Slow (~15 s: a worker process importing torch).  The study's config whose worker
+    a SIGKILL from outside ended, measured with ``-p BLOCK=1024``, is left to a run of
+    that space; a run with ``-p BLOCK=256`` does not measure it, and says none is left
+    to it."""
+    from sweeper.cli import main
+
+    monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
+    path = write_space(SMALL_SPACE.replace("kernel: copy",
+                                           "kernel: tests.kernels_for_tests:KilledOnBigBlock"))
+    command = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--quiet", "--no-report"]
+    assert main([*command, "--workers", "process", "-p", "BLOCK=1024"]) == 0
+    assert "1 config left for the next run to measure again" in capsys.readouterr().out
+    assert main([*command, "-p", "BLOCK=256"]) == 0
+    out = capsys.readouterr().out
+    assert "done: 2 measured" in out and "left for the next run" not in out
+
+
 @pytest.mark.parametrize("max_trials, left", [(None, 5), (4, 3)])
 def test_a_config_to_measure_again_is_left_for_the_next_run_under_any_sampler_and_budget(
         max_trials, left):

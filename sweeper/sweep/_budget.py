@@ -300,10 +300,11 @@ class Budgets:
         budget, and whether that is exact: an exhaustive sampler's configs not yet in
         ``study``, and those asked ahead but dropped at the stop; for any other, the valid
         configs not yet measured (``False``: at most that many, as such a sampler may stop
-        before it has tried them all).  Either way with this run's trials to be measured
-        again (:attr:`retried`), which ``study`` holds as told: the next run measures
-        their configs, and counts them against its trial budget (those of earlier runs
-        ``study`` never held, nor this run's count)."""
+        before it has tried them all).  Either way with the configs of this run's trials to
+        be measured again (:attr:`retried`): ``study`` holds those trials as told, but the
+        next run measures their configs, and its trial budget counts those trials, not
+        these (an earlier run's such trials ``study`` never held, nor :attr:`measured`
+        counted)."""
         sampler = study.sampler
         exact = isinstance(sampler, ExhaustiveSampler)
         measured = self.measured - self.retried

@@ -133,9 +133,9 @@ class Run:
     #: which of the kernel's files was edited since the sweep took its source hash
     #: (None: none): no trial is kept after, and the sweep stops (:meth:`Sweep._keep`)
     edited: str | None = None
-    #: the study's trials whose worker process was killed from outside, by config key:
-    #: their configs are measured again (``retry``), and a second such kill is the
-    #: config's crash
+    #: the study's trials of this run's valid configs whose worker process was killed
+    #: from outside, by config key: their configs are measured again (``retry``), and a
+    #: second such kill is the config's crash
     killed: dict[tuple[str, ...], int] = field(default_factory=dict)
 
     def again(self) -> int:
@@ -388,7 +388,8 @@ class Sweep:
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
         asked = AskedAhead(self.ask_ahead)
-        killed = {t.key(): t.number for t in trials if t.retry and sources.current(t)}
+        killed = {t.key(): t.number for t in trials if t.retry and sources.current(t)
+                  and valid.index_of(sampler_view(self.space, t.choice) or {}) is not None}
         return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
                     outbox, ahead, asked=asked, earlier=sources.earlier(trials), killed=killed)
 
