@@ -228,30 +228,42 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
 
 def source_respelled(meta: Mapping[str, Any], space: Space) -> tuple[str, str] | None:
     """Where the kernel source hash ``meta`` (a study.json) records is the one an earlier
-    sweeper gave ``space``'s kernel as its files read now, spelling its options as the
-    study's recorded space resolved them from its recorded folder (``space_text`` and
-    ``space_folder``: a ``cuda`` kernel's ``file.py:function`` reference or refuse by its
-    path, now by its file's name), that hash and the hash now
-    (:func:`~sweeper.kernels.source_hash_respelled`): the same source, spelled otherwise,
-    whose trials a resume keeps as measured on it (``respelled``:
+    sweeper gave ``space``'s kernel as its files read now (:func:`respelled_hash`, from the
+    study's recorded space), that hash and the hash now: the same source, spelled
+    otherwise, whose trials a resume keeps as measured on it (``respelled``:
     :class:`~sweeper.winners.Sources`).  ``None`` where it is not, or cannot be told: an
     edit of the files is a change still."""
+    recorded = (meta.get("fingerprint") or {}).get("kernel_source")
+    if not isinstance(recorded, str):
+        return None
+    now = respelled_hash(recorded, space.kernel, dict(space.kernel_options),
+                         meta.get("space_text"), meta.get("space_path"),
+                         meta.get("space_folder"))
+    return None if now is None else (recorded, now)
+
+
+def respelled_hash(recorded: str, kernel: str, options: Mapping[str, str], text: object,
+                   path: object, folder: object) -> str | None:
+    """The hash this sweeper gives the source of built-in ``kernel`` built from
+    ``options`` (as they read now), where ``recorded`` is the hash an earlier sweeper gave
+    the same files, spelling its options as a study's recorded space (``text``, its file
+    ``path``: its ``space_text`` and ``space_path``) resolved them from its recorded
+    ``folder`` (``space_folder``: where that sweeper found them, the project moved since
+    or not): a ``cuda`` kernel's ``file.py:function`` reference or refuse by its
+    path, now by its file's name (:func:`~sweeper.kernels.source_hash_respelled`).
+    ``None`` where it is not, or cannot be told: an edit of the files is a change still."""
     from sweeper.kernels import source_hash_respelled
     from sweeper.space import recorded_kernel_options
 
-    recorded = (meta.get("fingerprint") or {}).get("kernel_source")
-    text, folder = meta.get("space_text"), meta.get("space_folder")
-    if not isinstance(recorded, str) or not isinstance(text, str) or not space.kernel_options:
+    if not options or not isinstance(text, str):
         return None
     try:
-        spelled = recorded_kernel_options(text, file=str(meta.get("space_path") or "<space>"),
+        spelled = recorded_kernel_options(text, file=str(path or "<space>"),
                                           folder=folder if isinstance(folder, str) and folder
                                           else None)
     except SweeperError:
         return None
-    now = source_hash_respelled(space.kernel, dict(space.kernel_options), recorded,
-                                dict(spelled))
-    return None if now is None else (recorded, now)
+    return source_hash_respelled(kernel, options, recorded, dict(spelled))
 
 
 def _recorded_table(meta: Mapping[str, Any]) -> str | None:
