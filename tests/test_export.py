@@ -868,6 +868,49 @@ def test_a_study_an_earlier_sweeper_hashed_with_its_reference_s_path_exports_the
                          gpu="replay: NVIDIA H200", path="tuning.json").stale
 
 
+def test_a_resume_works_out_an_earlier_sweeper_s_hash_of_its_cuda_source_once(
+        tmp_path, monkeypatch):
+    """A resume of a ``cuda`` study tells whether its recorded source hash is an earlier
+    sweeper's of the same files (:func:`~sweeper.study.source_respelled`: the kernel's
+    files hashed, the recorded space read again, milliseconds) once, for both checks of
+    its fingerprint and the ``respelled`` hashes it records (it did so three times), and
+    resumes as it did: without ``--force``, recording the hash now, measuring nothing
+    again."""
+    from sweeper import kernels
+    from sweeper.cli import main
+    from sweeper.kernels import _cuda_form
+
+    run, _ = referenced_project(tmp_path, "limits.py:fits")
+    monkeypatch.chdir(tmp_path / "a")
+    spelled = _cuda_form._spelled
+
+    def earlier(value):             # an earlier sweeper's: a file.py:function by its path
+        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
+
+    with monkeypatch.context() as older:
+        older.setattr(_cuda_form, "_spelled", earlier)
+        assert main(run) == 0
+    store = StudyStore(tmp_path / "st" / "x")
+    was = store.study_meta().kernel_source_hash
+    trials = len(store.records()[0])
+    asked = []
+    respelled = kernels.source_hash_respelled
+
+    def counted(*args, **kwargs):
+        asked.append(args)
+        return respelled(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "source_hash_respelled", counted)
+    assert main(run) == 0                                   # no --force
+    assert len(asked) == 1
+    meta = store.study_meta()
+    assert meta.kernel_source_hash != was and meta.respelled == {was: meta.kernel_source_hash}
+    assert len(store.records()[0]) == trials and not meta.forced
+    asked.clear()
+    assert main(run) == 0                                   # the hash now recorded
+    assert len(asked) == 1 and len(store.records()[0]) == trials
+
+
 def test_a_study_records_its_space_s_folder_resolved_from_any_working_folder(
         tmp_path, monkeypatch, capsys):
     """Whichever folder ran it and however its command named the space file, a study
