@@ -749,6 +749,23 @@ def test_a_cuda_kernels_reference_and_refuse_files_move_with_its_project(
     assert {k: entry["kernel_options"][k] for k in kept} == kept
 
 
+def run_as_an_earlier_sweeper(run, monkeypatch):
+    """``sweeper`` ``run`` (its arguments) as an earlier sweeper ran it, whose source hash
+    named a ``cuda`` kernel's ``file.py:function`` reference or refuse by its path (this
+    one names them by their files' names)."""
+    from sweeper.cli import main
+    from sweeper.kernels import _cuda_form
+
+    spelled = _cuda_form._spelled
+
+    def earlier(value):
+        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
+
+    with monkeypatch.context() as older:
+        older.setattr(_cuda_form, "_spelled", earlier)
+        assert main(run) == 0
+
+
 def test_a_cuda_study_and_entry_an_earlier_sweeper_hashed_with_its_reference_s_path_hold(
         tmp_path, monkeypatch, capsys):
     """A ``cuda`` kernel's ``file.py:function`` reference and refuse, which an earlier
@@ -764,20 +781,12 @@ def test_a_cuda_study_and_entry_an_earlier_sweeper_hashed_with_its_reference_s_p
     from sweeper import lookup
     from sweeper.cli import main
     from sweeper.errors import StaleTuningWarning
-    from sweeper.kernels import _cuda_form
 
     run, space = referenced_project(tmp_path, "limits.py:fits")
     at = run.index("--study")
     del run[at:at + 2]                                      # the study plan finds too
     monkeypatch.chdir(tmp_path / "a")
-    spelled = _cuda_form._spelled
-
-    def earlier(value):             # an earlier sweeper's: a file.py:function by its path
-        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
-
-    with monkeypatch.context() as older:
-        older.setattr(_cuda_form, "_spelled", earlier)
-        assert main(run) == 0
+    run_as_an_earlier_sweeper(run, monkeypatch)
     store = StudyStore(tmp_path / "st" / "x-replay")
     was = store.study_meta().kernel_source_hash
     trials = len(store.records()[0])
@@ -836,19 +845,12 @@ def test_a_study_an_earlier_sweeper_hashed_with_its_reference_s_path_exports_the
 
     from sweeper import lookup
     from sweeper.cli import main
-    from sweeper.kernels import _cuda_form, source_hash_now
+    from sweeper.kernels import source_hash_now
 
     run, _ = referenced_project(tmp_path, "limits.py:fits")
     run[run.index("--studies-dir") + 1] = "studies"          # the studies in the project
     monkeypatch.chdir(tmp_path / "a")
-    spelled = _cuda_form._spelled
-
-    def earlier(value):             # an earlier sweeper's: a file.py:function by its path
-        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
-
-    with monkeypatch.context() as older:
-        older.setattr(_cuda_form, "_spelled", earlier)
-        assert main(run) == 0
+    run_as_an_earlier_sweeper(run, monkeypatch)
     was = StudyStore(tmp_path / "a" / "studies" / "x").study_meta().kernel_source_hash
     shutil.move(tmp_path / "a", tmp_path / "c")               # the project moved
     monkeypatch.chdir(tmp_path / "c")
@@ -878,18 +880,10 @@ def test_a_resume_works_out_an_earlier_sweeper_s_hash_of_its_cuda_source_once(
     again."""
     from sweeper import kernels
     from sweeper.cli import main
-    from sweeper.kernels import _cuda_form
 
     run, _ = referenced_project(tmp_path, "limits.py:fits")
     monkeypatch.chdir(tmp_path / "a")
-    spelled = _cuda_form._spelled
-
-    def earlier(value):             # an earlier sweeper's: a file.py:function by its path
-        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
-
-    with monkeypatch.context() as older:
-        older.setattr(_cuda_form, "_spelled", earlier)
-        assert main(run) == 0
+    run_as_an_earlier_sweeper(run, monkeypatch)
     store = StudyStore(tmp_path / "st" / "x")
     was = store.study_meta().kernel_source_hash
     trials = len(store.records()[0])
