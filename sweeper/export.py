@@ -30,7 +30,7 @@ from sweeper.errors import StaleTuningWarning, SweeperError, TuningWarning, user
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
-from sweeper.lookup import RETUNE, TunedConfig, current_gpu, describe, tuned
+from sweeper.lookup import RETUNE, TunedConfig, current_gpu, describe, files_gone, tuned
 from sweeper.matching import gpu_model
 from sweeper.space import Expr, Problem, Space, parse
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
@@ -138,31 +138,31 @@ def warn_without_winner(won: StudyWinners) -> None:
 
 
 def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
-                        recorded: Space | SweeperError | None) -> None:
+                        recorded: Space | SweeperError | None, source: str | None) -> None:
     """Warn (:class:`StaleTuningWarning`), once, where the kernel's source now is not the
-    one the study measured (:func:`measured_source`): the winners are exported all the
-    same, as measured, and each lookup of them will warn; this says so at export, with
-    what to do.  The source now is told as a lookup tells it
+    one the study measured (``source``: the hash the export wrote, :func:`exported_source`,
+    so that the same files an earlier sweeper hashed otherwise are no change): the
+    winners are exported all the same, as measured, and each lookup of them will warn;
+    this says so at export, with what to do.  The source now is told as a lookup tells it
     (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
     hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
     its space's options (``cuda``) is hashed from those the study's space recorded
-    (``options``: :func:`recorded_options`); its hash as an earlier sweeper gave the same
-    files, spelling those options as they read (:func:`~sweeper.kernels.source_hash_respelled`:
-    a ``cuda`` kernel's ``file.py:function`` reference by its path), is no change.  Where
-    the study's recorded space no longer reads here (``recorded``, the caller's
+    (``options``: :func:`recorded_options`); one whose files are not all there (a file
+    its source reads gone: :func:`~sweeper.kernels.options_missing`) is said to be that,
+    not a change: a hash of what is left of it says nothing of an edit.  Where the
+    study's recorded space no longer reads here (``recorded``, the caller's
     :func:`recorded_space`), that is said instead, once: the check is not made, and what
-    the export takes from the space and the study did not keep is left out (its footprint
-    rule, where the study recorded none: an older sweeper's; its options too where the
-    recorded text gives none)."""
-    from sweeper.kernels import source_hash_now, source_hash_respelled
+    the export takes from the space and the study did not keep is left out (its
+    footprint rule, where the study recorded none: an older sweeper's; its options too
+    where the recorded text gives none)."""
+    from sweeper.kernels import options_missing, source_hash_now
 
-    measured = measured_source(meta)
     if isinstance(recorded, SweeperError):
         taken = " and ".join(what for what, kept in (
             ("options", options), ("footprint rule", _kept_rule(meta.footprint_rule)))
             if not kept)
         lost = [*(["the source of its kernel is not checked against the one it measured"]
-                  if measured is not None else []),
+                  if source is not None else []),
                 *([f"what the export takes from it (the kernel's {taken}) is left out"]
                   if taken else [])]
         if lost:
@@ -171,11 +171,20 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
                           "was run in, with the files its space names there",
                           StaleTuningWarning, stacklevel=user_stacklevel())
         return
-    if measured is None:
+    if source is None:
         return
     now = source_hash_now(meta.kernel, options)
-    if now is None or now == measured or (
-            options and source_hash_respelled(meta.kernel, options, measured) == now):
+    if now is None or now == source:
+        return
+    missing = options_missing(meta.kernel, options or {})
+    if missing:
+        them = "it" if len(missing) == 1 else "them"
+        warnings.warn(f"study {meta.study}: the source of {meta.kernel} cannot be found here "
+                      f"to compare with the one the study measured ({files_gone(missing)}); "
+                      "the winners are written as measured, and a lookup of them warns so: "
+                      f"put {them} back where the study's space or the files it names find "
+                      f"{them}, or to tune the kernel as it is now, {RETUNE}",
+                      StaleTuningWarning, stacklevel=user_stacklevel())
         return
     warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
                   "measured it; the winners written are those of that earlier source, and a "
@@ -235,25 +244,26 @@ def export_study(store: Storage, path: str | Path | None = None
     rule = footprint_rule(won.meta.kernel, recorded=recorded,   # once: a user kernel's source
                           kept=won.meta.footprint_rule)
     options = recorded_options(won.meta)
+    source = exported_source(won.meta, options)
     asked = asked_of(won.meta, recorded)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
                                  slowdown) for t, slowdown in tops[key] if t.config],
                       export_fields(pick.agreement, by_number), rule_for(rule, key.problem),
-                      options, asked(pick.trial))
+                      source, options, asked(pick.trial))
                for key, pick in won.picks.items()]
     target = tuning_path(path)
     output_file(store, target)               # a device or a folder: refused before work
     data = merged(read_tuning(target) if target.exists() else EMPTY, entries, target.parent)
     atomic_write(target, json.dumps(data, indent=2) + "\n")
     warn_without_winner(won)
-    warn_source_changed(won.meta, options, recorded)
+    warn_source_changed(won.meta, options, recorded, source)
     return target, [written_in(e.to_json(), target.parent) for e in entries]
 
 
 def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
            top: list[TopConfig], agreement: dict[str, Any], rule: str | None,
-           options: dict[str, str] | None = None,
+           source: str | None, options: dict[str, str] | None = None,
            asked: Problem | None = None) -> TuningEntry:
     """One tuning entry.  ``median_ms`` and ``gbps`` are from the samples the config was
     chosen on (the interleaved final's where one chose it), ``median_from`` says which, as
@@ -262,6 +272,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
     ``unfinished``: the problem's final has not run yet, and ``note`` says so;
     ``agreement``: the fields of :func:`sweeper.consensus.export_fields`; ``rule``: the
     kernel's footprint rule over the problem's dimensions (:func:`rule_for`);
+    ``source``: the hash of the kernel's source it was measured on (:func:`exported_source`);
     ``options``: those the kernel is built from (:func:`recorded_options`); ``asked``:
     the problem the space asked for, where the device measured ``problem`` in its place
     (:func:`asked_of`)."""
@@ -283,7 +294,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         capability=str(env["capability"]) if env.get("capability") else None,
         cache=problem_of(t).cache,
         note=UNFINISHED if unfinished else None, headline=headline,
-        rate=t.rate(headline, pick.median_ms), top=top, source_hash=measured_source(meta),
+        rate=t.rate(headline, pick.median_ms), top=top, source_hash=source,
         tuned=t.started or None, asked_dims=None if asked is None else dict(asked.dims),
         asked_footprint=None if asked is None else asked.footprint, **agreement)
 
@@ -298,6 +309,24 @@ def measured_source(meta: StudyMeta) -> str | None:
     never imports a user's kernel."""
     source = meta.kernel_source_hash
     return source if isinstance(source, str) and re.fullmatch(SOURCE_HASH, source) else None
+
+
+def exported_source(meta: StudyMeta, options: dict[str, str] | None) -> str | None:
+    """The hash of the kernel's source the study measured (:func:`measured_source`) as
+    its tuning entries keep it: as this sweeper spells that source, where an earlier
+    sweeper spelled the same files otherwise (:func:`~sweeper.study.respelled_hash`, from
+    the kernel's ``options``, :func:`recorded_options`, and the study's recorded space:
+    a ``cuda`` kernel's ``file.py:function`` reference by its path).  That is the hash a
+    lookup computes, wherever the project lies: the earlier one a lookup could respell
+    only from the paths the entry names now, which a project moved since no longer
+    gives."""
+    from sweeper.study import respelled_hash
+
+    measured = measured_source(meta)
+    if measured is None or not options:
+        return measured
+    return respelled_hash(measured, meta.kernel, options, meta.space_text, meta.space_path,
+                          meta.space_folder) or measured
 
 
 def kernel_declared(kernel: str) -> type[Kernel] | SweeperError:

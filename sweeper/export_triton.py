@@ -153,7 +153,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         else "tuned_mod"
     atomic_write(target, render(data, module))
     warn_without_winner(won)
-    warn_source_changed(won.meta, None, recorded)
+    warn_source_changed(won.meta, None, recorded, measured_source(won.meta))
     return TritonExport(target, section, note, [
         f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
         if problem_of(pick.trial) in won.unfinished])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,9 +196,10 @@ class Tuning:
         hash is the one an earlier sweeper gave the same files, spelling those options as
         it kept them, absolute (:func:`~sweeper.kernels.source_hash_respelled`: a ``cuda``
         kernel's ``file.py:function`` reference by its path, now by its file's name).  A
-        kernel whose source cannot be found at all (its module gone, or no longer
-        defining it; a file its kept options name gone: :func:`unfound`) is warned of,
-        once, as not compared."""
+        kernel whose source cannot be found (its module gone, or no longer defining it; a
+        file its kept options name, or that its source reads, gone: :func:`unfound`) is
+        warned of, once, as not compared, not as stale: a hash of what is left of it says
+        nothing of an edit."""
         from sweeper.kernels import source_hash_now, source_hash_respelled
 
         if entry.source_hash is None:
@@ -207,11 +208,11 @@ class Tuning:
         asked = entry.identity, json.dumps(options, sort_keys=True), entry.source_hash
         if asked not in self._sources:
             now = source_hash_now(entry.identity, options)
-            self._sources[asked] = (
-                now is not None and now != entry.source_hash and not (
-                    options and source_hash_respelled(entry.identity, options,
-                                                      entry.source_hash) == now),
-                None if now is not None else unfound(entry.identity, options))
+            same = now is not None and (now == entry.source_hash or bool(
+                options and source_hash_respelled(entry.identity, options,
+                                                  entry.source_hash) == now))
+            why = None if same else unfound(entry.identity, options)
+            self._sources[asked] = (not same and now is not None and why is None, why)
         stale, why = self._sources[asked]
         if why is not None:
             warn_unfound(entry, self.path, why)
@@ -391,7 +392,8 @@ def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
 def unfound(identity: str, options: Mapping[str, str] | None = None) -> str | None:
     """Why the source of kernel ``identity`` cannot be found here to compare with the
     hash it was tuned on, and what to do, as :func:`_unfound_text` ends: a file its kept
-    ``options`` name (a ``cuda`` kernel's ``.cu`` file, its reference's) is not there
+    ``options`` name or its source reads (a ``cuda`` kernel's ``.cu`` file, a file it
+    includes, its reference's module) is not there
     (:func:`~sweeper.kernels.options_missing`), or its module is neither imported nor on
     the import path, or no longer defines it (:func:`~sweeper.kernels.source_unfound`);
     ``None`` where none is told.  Nothing is imported."""
@@ -400,12 +402,10 @@ def unfound(identity: str, options: Mapping[str, str] | None = None) -> str | No
     missing = options_missing(identity, options or {})
     if missing:
         them = "it" if len(missing) == 1 else "them"
-        return (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} gone: moved, "
-                f"renamed or removed since, or the tuning file moved without {them}); "
-                "they are used as they are, unchecked: "
-                f"put {them} back where the entry names {them} (its kernel_options, "
-                "relative to the tuning file's folder), or to tune the kernel as it is "
-                f"now, {RETUNE}")
+        return (f"{files_gone(missing)}, or the tuning file moved without {them}); they are used "
+                f"as they are, unchecked: put {them} back where the entry's kernel_options "
+                f"(relative to the tuning file's folder) or the files they name find {them}, "
+                f"or to tune the kernel as it is now, {RETUNE}")
     unfound = source_unfound(identity)
     if unfound is None:
         return None
@@ -418,6 +418,13 @@ def unfound(identity: str, options: Mapping[str, str] | None = None) -> str | No
     return (f"module {module!r} no longer defines {attr!r}: renamed or removed since"
             f"{did_you_mean(attr, bound)}); they are used as they are, unchecked: to tune "
             f"the kernel as it is now, {RETUNE}")
+
+
+def files_gone(missing: Sequence[str]) -> str:
+    """``FILE is gone: moved, renamed or removed since``, of each of ``missing`` (files a
+    kernel's source is read from: :func:`~sweeper.kernels.options_missing`)."""
+    return (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} gone: moved, "
+            "renamed or removed since")
 
 
 def _unfound_text(path: str | Path, kernel: str, identity: str, study: str | None,

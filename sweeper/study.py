@@ -186,7 +186,8 @@ _HASHES = {"kernel_source": (16, "kernel_source_hash"), "space_content": (64, No
            "space_sha256": (64, "space_sha256"), _TABLE: (64, None)}
 
 
-def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any]:
+def recorded_fingerprint(meta: Mapping[str, Any], space: Space,
+                         respelled: Respelled | None = None) -> dict[str, Any]:
     """The fingerprint ``meta`` (a study.json) records, as this sweeper writes one: the
     one place that reads an older study's.  An older sweeper hashed the space's bytes
     (``space_sha256``) where this one hashes what it says (``space_content``): such an
@@ -200,11 +201,12 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
     is the same table), and as none where it holds no table now (a change).  An older
     sweeper's hash of a ``cuda`` kernel's source, which named a ``file.py:function``
     reference or refuse by its path, reads as the hash now where the files are the same
-    (:func:`source_respelled`)."""
+    (:func:`source_respelled`, asked of ``respelled`` where the caller has one for this
+    space)."""
     have = dict(meta.get("fingerprint") or {})
-    respelled = source_respelled(meta, space)
-    if respelled is not None:
-        have["kernel_source"] = respelled[1]
+    spelled = (respelled or Respelled(space))(meta)
+    if spelled is not None:
+        have["kernel_source"] = spelled[1]
     table = _recorded_table(meta)
     if have.pop(_TABLE_PATH, None) is not None or (_TABLE not in have and table and have):
         from sweeper.devices._replay import table_sha256
@@ -228,30 +230,63 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space) -> dict[str, Any
 
 def source_respelled(meta: Mapping[str, Any], space: Space) -> tuple[str, str] | None:
     """Where the kernel source hash ``meta`` (a study.json) records is the one an earlier
-    sweeper gave ``space``'s kernel as its files read now, spelling its options as the
-    study's recorded space resolved them from its recorded folder (``space_text`` and
-    ``space_folder``: a ``cuda`` kernel's ``file.py:function`` reference or refuse by its
-    path, now by its file's name), that hash and the hash now
-    (:func:`~sweeper.kernels.source_hash_respelled`): the same source, spelled otherwise,
-    whose trials a resume keeps as measured on it (``respelled``:
+    sweeper gave ``space``'s kernel as its files read now (:func:`respelled_hash`, from the
+    study's recorded space), that hash and the hash now: the same source, spelled
+    otherwise, whose trials a resume keeps as measured on it (``respelled``:
     :class:`~sweeper.winners.Sources`).  ``None`` where it is not, or cannot be told: an
     edit of the files is a change still."""
+    recorded = (meta.get("fingerprint") or {}).get("kernel_source")
+    if not isinstance(recorded, str):
+        return None
+    now = respelled_hash(recorded, space.kernel, dict(space.kernel_options),
+                         meta.get("space_text"), meta.get("space_path"),
+                         meta.get("space_folder"))
+    return None if now is None else (recorded, now)
+
+
+class Respelled:
+    """:func:`source_respelled` of one run's ``space``, worked out once for each recorded
+    hash and space it is asked of (a study.json's): a resume asks it at each check of the
+    fingerprint, before the study may be created and after, and for the hashes it
+    records, and each answer hashes the kernel's files and reads the study's recorded
+    space again (milliseconds for a ``cuda`` kernel).  Asked of a study.json another
+    process has changed in between, it answers that one."""
+
+    def __init__(self, space: Space) -> None:
+        self.space = space
+        self._known: dict[tuple[str | None, ...], tuple[str, str] | None] = {}
+
+    def __call__(self, meta: Mapping[str, Any]) -> tuple[str, str] | None:
+        asked = tuple(v if isinstance(v, str) else None for v in (
+            (meta.get("fingerprint") or {}).get("kernel_source"), meta.get("space_text"),
+            meta.get("space_path"), meta.get("space_folder")))
+        if asked not in self._known:
+            self._known[asked] = source_respelled(meta, self.space)
+        return self._known[asked]
+
+
+def respelled_hash(recorded: str, kernel: str, options: Mapping[str, str], text: object,
+                   path: object, folder: object) -> str | None:
+    """The hash this sweeper gives the source of built-in ``kernel`` built from
+    ``options`` (as they read now), where ``recorded`` is the hash an earlier sweeper gave
+    the same files, spelling its options as a study's recorded space (``text``, its file
+    ``path``: its ``space_text`` and ``space_path``) resolved them from its recorded
+    ``folder`` (``space_folder``: where that sweeper found them, the project moved since
+    or not): a ``cuda`` kernel's ``file.py:function`` reference or refuse by its
+    path, now by its file's name (:func:`~sweeper.kernels.source_hash_respelled`).
+    ``None`` where it is not, or cannot be told: an edit of the files is a change still."""
     from sweeper.kernels import source_hash_respelled
     from sweeper.space import recorded_kernel_options
 
-    recorded = (meta.get("fingerprint") or {}).get("kernel_source")
-    text, folder = meta.get("space_text"), meta.get("space_folder")
-    if not isinstance(recorded, str) or not isinstance(text, str) or not space.kernel_options:
+    if not options or not isinstance(text, str):
         return None
     try:
-        spelled = recorded_kernel_options(text, file=str(meta.get("space_path") or "<space>"),
+        spelled = recorded_kernel_options(text, file=str(path or "<space>"),
                                           folder=folder if isinstance(folder, str) and folder
                                           else None)
     except SweeperError:
         return None
-    now = source_hash_respelled(space.kernel, dict(space.kernel_options), recorded,
-                                dict(spelled))
-    return None if now is None else (recorded, now)
+    return source_hash_respelled(kernel, options, recorded, dict(spelled))
 
 
 def _recorded_table(meta: Mapping[str, Any]) -> str | None:
@@ -461,8 +496,9 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                          "cannot be checked against this run; move it away or pass "
                          f"{given('study', 'NEW')}")
     table = environment.get(_TABLE_PATH)
+    respelled = Respelled(space)        # once for both checks and the hashes kept
     if store.exists():
-        check_resumable(store, wanted, space, force, table, facts=facts)
+        check_resumable(store, wanted, space, force, table, facts=facts, respelled=respelled)
     built = before_writing() if before_writing is not None else None
     created = not store.exists() and store.create({
         "format": FORMAT, "study": store.name, "kernel": space.kernel,
@@ -474,7 +510,8 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "zipped": zipped_json(space), "budgets": [ran_under],
         **resumed_with(space, device, wanted)})
     # again unless created here: another worker may have created it
-    forced = [] if created else check_resumable(store, wanted, space, force, table)
+    forced = [] if created else check_resumable(store, wanted, space, force, table,
+                                                respelled=respelled)
     if worker is not None:
         store.share()
         store.enlist(worker)
@@ -486,7 +523,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
                            finals=finals_wanted(space, device), zipped=zipped_json(space),
                            **{**resumed_with(space, device, wanted),
                               **space_file_kept(store.study_meta(), space),
-                              **respelled_kept(store.meta(), space)})
+                              **respelled_kept(store.meta(), respelled)})
     return built
 
 
@@ -507,15 +544,17 @@ def space_file_kept(meta: StudyMeta, space: Space) -> dict[str, str]:
     return {"space_path": meta.space_path, "space_folder": meta.space_folder}
 
 
-def respelled_kept(meta: Mapping[str, Any], space: Space) -> dict[str, dict[str, str]]:
-    """The ``respelled`` hashes a resume by ``space`` records where the study (``meta``,
-    its study.json) recorded its kernel's source as an earlier sweeper hashed it
-    (:func:`source_respelled`): that hash with the one the resume records, beside those
-    kept, so its trials stay measured on the source now; none where it did not."""
-    respelled = source_respelled(meta, space)
-    if respelled is None:
+def respelled_kept(meta: Mapping[str, Any], respelled: Respelled
+                   ) -> dict[str, dict[str, str]]:
+    """The ``respelled`` hashes a resume records where the study (``meta``, its
+    study.json) recorded its kernel's source as an earlier sweeper hashed it
+    (:func:`source_respelled`, asked of the resume's ``respelled``): that hash with the
+    one the resume records, beside those kept, so its trials stay measured on the source
+    now; none where it did not."""
+    spelled = respelled(meta)
+    if spelled is None:
         return {}
-    recorded, now = respelled
+    recorded, now = spelled
     return {"respelled": {**meta.get("respelled", {}), recorded: now}}
 
 
@@ -539,7 +578,8 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
 
 def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, force: bool,
                     table: str | None = None, *, planned: bool = False,
-                    facts: DeviceFacts | None = None) -> list[str]:
+                    facts: DeviceFacts | None = None,
+                    respelled: Respelled | None = None) -> list[str]:
     """A StudyError where the study in ``store`` was measured with other settings than
     ``wanted`` (this run's fingerprint), unless ``force``; what differs (``key: old ->
     new``, none where the study may be resumed as it is; another replay table named by
@@ -547,9 +587,10 @@ def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, for
     ``plan`` tells of the run's resume, ``wanted`` being :func:`planned_fingerprint`,
     whose entries alone are compared (the run would refuse what it refuses).  ``facts``:
     the GPU the run measures on, by which a refusal tells whether ``--force`` would add
-    configs (:func:`measures_new`; None: not told)."""
+    configs (:func:`measures_new`; None: not told).  ``respelled``: the run's
+    :class:`Respelled`, so that the checks of one open work it out once."""
     meta = store.meta()
-    have = recorded_fingerprint(meta, space)
+    have = recorded_fingerprint(meta, space, respelled)
     if planned:
         have = {k: v for k, v in have.items() if k in wanted}
     changed = [_table_change(have, _recorded_table(meta), table)

@@ -20,7 +20,13 @@ from sweeper.cli import main
 from sweeper.errors import RefusalFailed
 from sweeper.kernels import load_kernel
 from sweeper.kernels._cuda_build import CompilationError, compiled, log_reason
-from sweeper.kernels._cuda_spec import cache_key, instantiation, nvrtc_options, sources
+from sweeper.kernels._cuda_spec import (
+    cache_key,
+    instantiation,
+    nvrtc_options,
+    sources,
+    unfound_includes,
+)
 from sweeper.space import Config, MeasureSpec, Problem, load_space
 from tests.conftest import ROOT
 
@@ -1280,6 +1286,31 @@ def test_a_graph_capture_runs_with_the_garbage_collector_off(monkeypatch):
     with pytest.raises(RuntimeError, match="capture failed"):
         device.batched(lambda: None, 2, graph=True)
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_an_included_file_found_nowhere_is_one_of_the_kernel_s_own_gone(tmp_path):
+    """A file the source includes in quotes, in code some config compiles, that NVRTC
+    would find nowhere (beside its includer, in the source's folder, in the CUDA
+    toolkit's include folder) is named as gone, beside the file that includes it, once:
+    a header in angle brackets is a system one, one in the toolkit's folder is the
+    toolkit's, one included where nothing compiles is no part of the source."""
+    sub, toolkit = tmp_path / "sub", tmp_path / "cuda" / "include"
+    sub.mkdir()
+    toolkit.mkdir(parents=True)
+    (toolkit / "cuda_fp16.h").write_text("// the toolkit's\n")
+    (tmp_path / "k.cu").write_text(
+        '#include "sub/mid.cuh"\n#include "gone.cuh"\n#include <gone_too.h>\n'
+        '#include "cuda_fp16.h"\n#if 0\n#include "never.cuh"\n#endif\nK\n')
+    (sub / "mid.cuh").write_text('#include "deeper.cuh"\n#include "gone.cuh"\n')
+    files = sources(tmp_path / "k.cu")
+    assert unfound_includes(files, (toolkit,)) == (
+        (tmp_path / "gone.cuh").resolve(), (sub / "deeper.cuh").resolve(),
+        (sub / "gone.cuh").resolve())
+    (tmp_path / "gone.cuh").write_text("// back\n")         # in the source's folder
+    (tmp_path / "deeper.cuh").write_text("// beside it\n")
+    assert unfound_includes(sources(tmp_path / "k.cu"), (toolkit,)) == ()
+    assert unfound_includes(sources(tmp_path / "k.cu")) == (
+        (tmp_path / "cuda_fp16.h").resolve(),)
 
 
 def _cuda_replay_study(tmp_path: Path) -> list[str]:

@@ -749,34 +749,44 @@ def test_a_cuda_kernels_reference_and_refuse_files_move_with_its_project(
     assert {k: entry["kernel_options"][k] for k in kept} == kept
 
 
+def run_as_an_earlier_sweeper(run, monkeypatch):
+    """``sweeper`` ``run`` (its arguments) as an earlier sweeper ran it, whose source hash
+    named a ``cuda`` kernel's ``file.py:function`` reference or refuse by its path (this
+    one names them by their files' names)."""
+    from sweeper.cli import main
+    from sweeper.kernels import _cuda_form
+
+    spelled = _cuda_form._spelled
+
+    def earlier(value):
+        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
+
+    with monkeypatch.context() as older:
+        older.setattr(_cuda_form, "_spelled", earlier)
+        assert main(run) == 0
+
+
 def test_a_cuda_study_and_entry_an_earlier_sweeper_hashed_with_its_reference_s_path_hold(
         tmp_path, monkeypatch, capsys):
     """A ``cuda`` kernel's ``file.py:function`` reference and refuse, which an earlier
     sweeper's source hash named by their paths (this one names them by their files'
     names), leave its study and tuning entries on the same source: the study resumes
     without ``--force`` and measures nothing again (its trials name the earlier hash),
-    recording the hash now; its export, and a lookup of its entries (their options
-    absolute, as that earlier sweeper kept them, or relative), do not say it is stale.
+    recording the hash now; its export (which writes the hash now), and a lookup of its
+    entries (the earlier hash, their options absolute, as that earlier sweeper kept them),
+    do not say it is stale.
     An edit of the reference's file is still a change to each."""
     import warnings
 
     from sweeper import lookup
     from sweeper.cli import main
     from sweeper.errors import StaleTuningWarning
-    from sweeper.kernels import _cuda_form
 
     run, space = referenced_project(tmp_path, "limits.py:fits")
     at = run.index("--study")
     del run[at:at + 2]                                      # the study plan finds too
     monkeypatch.chdir(tmp_path / "a")
-    spelled = _cuda_form._spelled
-
-    def earlier(value):             # an earlier sweeper's: a file.py:function by its path
-        return value if value.rpartition(":")[0].endswith(".py") else spelled(value)
-
-    with monkeypatch.context() as older:
-        older.setattr(_cuda_form, "_spelled", earlier)
-        assert main(run) == 0
+    run_as_an_earlier_sweeper(run, monkeypatch)
     store = StudyStore(tmp_path / "st" / "x-replay")
     was = store.study_meta().kernel_source_hash
     trials = len(store.records()[0])
@@ -792,10 +802,12 @@ def test_a_cuda_study_and_entry_an_earlier_sweeper_hashed_with_its_reference_s_p
         assert not tuned("cuda:copy.cu:copy", **asked).stale
     tuning = tmp_path / "a" / "tuning.json"
     data = json.loads(tuning.read_text())
-    assert {entry["source_hash"] for entry in data["entries"]} == {was}
+    [now] = {entry["source_hash"] for entry in data["entries"]}
+    assert now != was                           # as this sweeper hashes the same files
     for entry in data["entries"]:               # as the earlier sweeper kept them
         entry["kernel_options"].update(reference=f"{space.parent / 'ref.py'}:ref",
                                        refuse=f"{space.parent / 'limits.py'}:fits")
+        entry["source_hash"] = was
     tuning.write_text(json.dumps(data))
     ref = space.parent / "ref.py"
     ref.write_text(ref.read_text() + "# edited\n")             # a change to both
@@ -813,10 +825,84 @@ def test_a_cuda_study_and_entry_an_earlier_sweeper_hashed_with_its_reference_s_p
     assert "would measure 0 on" in capsys.readouterr().out
     assert main(run) == 0                                   # no --force
     meta = store.study_meta()
-    assert meta.kernel_source_hash != was and meta.respelled == {was: meta.kernel_source_hash}
+    assert meta.kernel_source_hash == now and meta.respelled == {was: now}
     assert len(store.records()[0]) == trials                # nothing measured again
     assert not meta.forced
     assert main(run) == 0 and len(store.records()[0]) == trials     # and so on
+
+
+def test_a_study_an_earlier_sweeper_hashed_with_its_reference_s_path_exports_the_hash_now(
+        tmp_path, monkeypatch, capsys):
+    """A ``cuda`` study an earlier sweeper hashed naming its ``file.py:function`` reference
+    by its path, exported before any run of this sweeper resumed it, writes its entries'
+    ``source_hash`` as this sweeper spells the same files (the hash a lookup computes):
+    moved with its project, a lookup of them is not stale (the entries kept the earlier
+    hash, which the lookup could only respell from the paths where the files are now, so
+    each lookup said stale until the study was run once); the export, from the moved
+    project, does not say its source changed either."""
+    import shutil
+    import warnings
+
+    from sweeper import lookup
+    from sweeper.cli import main
+    from sweeper.kernels import source_hash_now
+
+    run, _ = referenced_project(tmp_path, "limits.py:fits")
+    run[run.index("--studies-dir") + 1] = "studies"          # the studies in the project
+    monkeypatch.chdir(tmp_path / "a")
+    run_as_an_earlier_sweeper(run, monkeypatch)
+    was = StudyStore(tmp_path / "a" / "studies" / "x").study_meta().kernel_source_hash
+    shutil.move(tmp_path / "a", tmp_path / "c")               # the project moved
+    monkeypatch.chdir(tmp_path / "c")
+    capsys.readouterr()
+    assert main(["export", "studies/x", "-o", "tuning.json"]) == 0
+    assert capsys.readouterr().err == ""                      # no source changed
+    [entry] = json.loads((tmp_path / "c" / "tuning.json").read_text())["entries"]
+    now = source_hash_now("cuda", {**entry["kernel_options"],
+                                   "source": str(tmp_path / "c" / "kern" / "copy.cu"),
+                                   "reference": f"{tmp_path / 'c' / 'spaces' / 'ref.py'}:ref",
+                                   "refuse": f"{tmp_path / 'c' / 'spaces' / 'limits.py'}:fits"})
+    assert entry["source_hash"] == now != was
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not tuned("cuda:copy.cu:copy", dtype="float32", dims={"m": 64, "n": 256},
+                         gpu="replay: NVIDIA H200", path="tuning.json").stale
+
+
+def test_a_resume_works_out_an_earlier_sweeper_s_hash_of_its_cuda_source_once(
+        tmp_path, monkeypatch):
+    """A resume of a ``cuda`` study tells whether its recorded source hash is an earlier
+    sweeper's of the same files (:func:`~sweeper.study.source_respelled`: the kernel's
+    files hashed, the recorded space read again, milliseconds) once, for both checks of
+    its fingerprint and the ``respelled`` hashes it records (it did so three times), and
+    resumes as it did: without ``--force``, recording the hash now, measuring nothing
+    again."""
+    from sweeper import kernels
+    from sweeper.cli import main
+
+    run, _ = referenced_project(tmp_path, "limits.py:fits")
+    monkeypatch.chdir(tmp_path / "a")
+    run_as_an_earlier_sweeper(run, monkeypatch)
+    store = StudyStore(tmp_path / "st" / "x")
+    was = store.study_meta().kernel_source_hash
+    trials = len(store.records()[0])
+    asked = []
+    respelled = kernels.source_hash_respelled
+
+    def counted(*args, **kwargs):
+        asked.append(args)
+        return respelled(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "source_hash_respelled", counted)
+    assert main(run) == 0                                   # no --force
+    assert len(asked) == 1
+    meta = store.study_meta()
+    assert meta.kernel_source_hash != was and meta.respelled == {was: meta.kernel_source_hash}
+    assert len(store.records()[0]) == trials and not meta.forced
+    asked.clear()
+    assert main(run) == 0                                   # the hash now recorded
+    assert len(asked) == 1 and len(store.records()[0]) == trials
 
 
 def test_a_study_records_its_space_s_folder_resolved_from_any_working_folder(

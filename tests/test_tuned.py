@@ -589,35 +589,66 @@ def test_a_kernel_built_from_its_space_s_options_is_hashed_from_what_its_study_r
         assert tuned("cuda", **asked).stale
 
 
-def test_a_cuda_kernel_whose_cu_file_is_gone_is_warned_of_once_as_unchecked(
-        tmp_path, monkeypatch, capsys):
-    """A ``cuda`` entry whose ``.cu`` file is gone cannot be hashed to compare: its
-    winners are served unchecked, with one warning naming the kernel, the file and what
-    to do (it said nothing, as a built-in's module is never missing), as a user kernel's
-    module that cannot be found is warned of."""
+#: what an export of a ``cuda`` study says where a file its kernel's source reads is gone
+#: (``{file}``, as it names it), and what to do
+EXPORT_GONE = ("sweeper: warning: study s-replay: the source of cuda cannot be found here to "
+               "compare with the one the study measured ({file} is gone: moved, renamed or "
+               "removed since); the winners are written as measured, and a lookup of them "
+               "warns so: put it back where the study's space or the files it names find it, "
+               "or to tune the kernel as it is now, run its space into a new study")
+
+
+@pytest.mark.parametrize(("gone", "exported"), [
+    ("copy.cu", "sweeper: warning: study s-replay: its space no longer reads here"),
+    ("part.cuh", EXPORT_GONE.format(file="{file}")),
+    ("never_refused.py", EXPORT_GONE.format(file="module 'never_refused'")),
+])
+def test_a_cuda_kernel_whose_file_is_gone_is_warned_of_once_as_unchecked(
+        tmp_path, monkeypatch, capsys, gone, exported):
+    """A ``cuda`` entry whose ``.cu`` file is gone, or a file its source reads (a header
+    the ``.cu`` file includes; the module its refuse names, pinned to the space's folder,
+    which stays), cannot be hashed to compare: its winners are served unchecked, with one
+    warning naming the kernel, the file and what to do, as a user kernel's module that
+    cannot be found is warned of (the ``.cu`` file gone said nothing, as a built-in's
+    module is never missing; the others said the winners were tuned for an earlier
+    source, the hash of what is left of the files being another).  An export says so
+    too (the study's space, read where the module is found no longer, names it by its
+    module); the files back, edited, are an earlier source as ever."""
     from sweeper import lookup
     from sweeper.cli import main
-    from tests.test_cuda_kernel import _cuda_replay_study
+    from tests.test_cuda_kernel import _cuda_replay_study, space_text
 
-    assert main(_cuda_replay_study(tmp_path)) == 0
+    run = _cuda_replay_study(tmp_path)
+    (tmp_path / "s.yaml").write_text(space_text(extra='\n  refuse: "never_refused:never"'))
+    (tmp_path / "never_refused.py").write_text("def never(config):\n    return None\n")
+    assert main(run) == 0
+    sys.modules.pop("never_refused", None)             # a new process
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(lookup, "_STALE_WARNED", set())
     assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
-    cu = tmp_path.resolve() / "copy.cu"
-    cu.unlink()
-    file = re.escape(str(cu))
+    lost = tmp_path.resolve() / gone
+    text = lost.read_text()
+    lost.unlink()
+    cu, file = (re.escape(str(tmp_path.resolve() / "copy.cu")), re.escape(str(lost)))
     asked = {"dtype": "float32", "footprint": 4096, "gpu": "replay: NVIDIA H200",
              "path": "tuning.json"}
-    said = (rf"tuning.json: the winners of cuda were tuned for a source of cuda:{file}:copy"
+    said = (rf"tuning.json: the winners of cuda were tuned for a source of cuda:{cu}:copy"
             rf" \(study s-replay\) that cannot be found here to compare \({file} is gone: "
             r"moved, renamed or removed since, or the tuning file moved without it\); they "
-            r"are used as they are, unchecked: put it back where the entry names it \(its "
-            r"kernel_options, relative to the tuning file's folder\), or to tune the kernel "
-            r"as it is now, run its space into a new study .* and export that$")
+            r"are used as they are, unchecked: put it back where the entry's kernel_options "
+            r"\(relative to the tuning file's folder\) or the files they name find it, or to "
+            r"tune the kernel as it is now, run its space into a new study .* and export "
+            r"that$")
     cfg = _served_unchecked(said, ("cuda:copy.cu:copy", "cuda"), asked,
                             ["cuda", "--footprint", "4KiB", "--gpu", "replay: NVIDIA H200"],
                             monkeypatch, capsys)
     assert cfg.meta == {"VEC": 4}
+    assert main(["export", "st/s-replay", "-o", "again.json"]) == 0
+    assert capsys.readouterr().err.startswith(exported.format(file=lost))
+    lost.write_text(text + "// edited\n")                 # back, and edited
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    with pytest.warns(StaleTuningWarning, match="tuned for an earlier source of cuda"):
+        assert tuned("cuda", **asked).stale
 
 
 def test_a_torch_op_is_hashed_from_its_op_as_a_run_hashes_it():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
@@ -112,18 +111,19 @@ def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], s
 
 
 def options_missing(name: str, options: Mapping[str, str]) -> list[str]:
-    """The files and folders kernel ``name``'s kept ``options`` name (:func:`moved_options`:
-    a ``cuda`` kernel's ``.cu`` file, its reference's or refuse's file) that are not
-    there, each once: its source cannot be hashed from them to compare."""
-    named: list[str] = []
-
-    def seen(path: str) -> str:
-        if path not in named:
-            named.append(path)
-        return path
-
-    moved_options(name, options, seen)
-    return [path for path in named if not os.path.exists(path)]
+    """The files and folders kernel ``name``'s kept ``options`` name, or that the source
+    they build reads, which are not there, each once (its declaration's
+    :meth:`Kernel.missing_files`: a ``cuda`` kernel's ``.cu`` file, a file it includes,
+    its reference's or refuse's file): its source cannot be hashed from them to compare.
+    Empty for any other kernel, or a name no plugin has.  Nothing but a built-in's
+    declaration is imported."""
+    try:
+        if not plugins.find(plugins.KERNEL, name).builtin:
+            return []
+        declaration = plugins.kernel_declaration(name)
+    except SweeperError:
+        return []
+    return declaration.missing_files(options)
 
 
 def source_missing(name: str) -> bool:

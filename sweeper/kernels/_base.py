@@ -16,6 +16,7 @@ import hashlib
 import inspect
 import math
 import numbers
+import os
 import reprlib
 import sys
 import weakref
@@ -279,6 +280,23 @@ class Kernel(abc.ABC):
         and reads them back, so that moved with them it still finds them; as it is where
         it names none."""
         return value
+
+    @classmethod
+    def missing_files(cls, options: Mapping[str, str]) -> list[str]:
+        """The files and folders that options kept as :meth:`resolve_option` keeps them (a
+        tuning entry's) name, or that the source they build reads, which are not there,
+        each once: the source cannot be hashed from them to compare with a tuned hash.
+        Here, those :meth:`moved_option` passes on."""
+        named: list[str] = []
+
+        def seen(path: str) -> str:
+            if path not in named:
+                named.append(path)
+            return path
+
+        for key, value in options.items():
+            cls.moved_option(key, value, seen)
+        return [path for path in named if not os.path.exists(path)]
 
     @classmethod
     def specialize(cls, options: Mapping[str, str], params: Any) -> type[Kernel]:

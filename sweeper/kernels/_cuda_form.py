@@ -14,6 +14,7 @@ In Python, :func:`cuda` makes the launch that :func:`sweeper.kernel` takes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -46,9 +47,17 @@ from sweeper.kernels._cuda_spec import (
     template_arguments,
     template_names,
     templates,
+    toolkit_includes,
+    unfound_includes,
 )
 from sweeper.kernels._model_form import read_model
-from sweeper.kernels._own_modules import module_file_in, user_module_file, user_module_root
+from sweeper.kernels._own_modules import (
+    module_file,
+    module_file_in,
+    theirs,
+    user_module_file,
+    user_module_root,
+)
 from sweeper.kernels._short import _count, refused
 from sweeper.kernels._short_form import Declaration, _counted, cannot_take_config
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
@@ -162,6 +171,29 @@ class CudaDeclaration(Kernel):
             return f"{move(path)}:{attr}"
         pinned = _pinned(value)
         return value if pinned is None else f"{move(str(pinned[0]))}/{pinned[1]}:{attr}"
+
+    @classmethod
+    def missing_files(cls, options: Mapping[str, str]) -> list[str]:
+        """Those the options name (the ``.cu`` file, a ``file.py:function``'s file, the
+        folder a ``module:function`` is pinned to), and those their source reads: a
+        pinned module's file (:func:`_python_files`), a module of the user's kept unpinned
+        (the study's space read where it is found no longer) that is on no import path,
+        and a file the ``.cu`` file or one it includes includes in quotes that NVRTC would
+        find nowhere (:func:`~sweeper.kernels._cuda_spec.unfound_includes`)."""
+        missing = super().missing_files(options)
+        read = [p for p in _python_files(options) if not p.exists()]
+        source = Path(options.get("source", ""))
+        if source.name and source.is_file():
+            with contextlib.suppress(OSError):      # unreadable: no hash is told
+                read += unfound_includes(sources(source), toolkit_includes())
+        named = {Path(p).resolve() for p in missing}
+        missing += [str(p) for p in dict.fromkeys(read) if p.resolve() not in named]
+        for key in ("reference", "refuse"):
+            module, colon, _ = options.get(key, "").rpartition(":")
+            if colon and not module.endswith(".py") and "/" not in module and \
+                    not theirs(module) and module_file(module) is None:
+                missing.append(f"module {module!r}")
+        return missing
 
     @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:

@@ -17,7 +17,9 @@ of the space and Kernel Tuner kernels compile unchanged:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
 import string
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -405,6 +407,38 @@ def absent_includes(files: Mapping[Path, bytes]) -> tuple[Path, ...]:
                 if file not in absent:
                     absent.append(file)
     return tuple(absent)
+
+
+def unfound_includes(files: Mapping[Path, bytes], elsewhere: Sequence[Path] = ()
+                     ) -> tuple[Path, ...]:
+    """Where ``files`` (:func:`sources`'s, the source first) include a file in quotes that
+    NVRTC finds nowhere: not among the kernel's files (:func:`include_paths`), nor in a
+    folder of ``elsewhere`` (the CUDA toolkit's, :func:`toolkit_includes`), each named
+    beside the file that includes it, once: a file of the kernel's own moved, renamed or
+    removed since (a system header comes in angle brackets, and stays out)."""
+    root = next(iter(files)).parent
+    out: list[Path] = []
+    for path, data in files.items():
+        text = data.decode(errors="replace")
+        for name in included(text, active_code(text)):
+            if name.startswith("<") or any((folder / name).is_file() for folder in elsewhere):
+                continue
+            where = include_paths(path, name, root)
+            if not any(f in files or f.is_file() for f in where) and where[0] not in out:
+                out.append(where[0])
+    return tuple(out)
+
+
+def toolkit_includes() -> tuple[Path, ...]:
+    """The CUDA toolkit's include folders here, as a compile may be given one (``-I``:
+    :class:`~sweeper.kernels._cuda_build.NvrtcCompiler`, where CuPy finds the toolkit),
+    found importing nothing: ``$CUDA_PATH``'s, ``$CUDA_HOME``'s, that of the ``nvcc`` on
+    the ``PATH`` and ``/usr/local/cuda``'s, those that are there."""
+    nvcc = shutil.which("nvcc")
+    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"),
+             str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
+    found = [Path(r, "include") for r in roots if r]
+    return tuple(dict.fromkeys(f for f in found if f.is_dir()))
 
 
 def cache_key(files: Mapping[Path, bytes], entry: str, options: Sequence[str], arch: str,
