@@ -226,6 +226,27 @@ def test_the_followed_modules_own_names_are_read_there(package, tmp_path, capsys
         in err, err
 
 
+def test_the_export_says_why_it_keys_every_dimension(package, tmp_path, capsys):
+    """A study of a launcher whose autotuned function only running it resolves: ``run``
+    imports it and measures; the export, which reads source only, keys on every
+    dimension and says why, and what to do, rather than blaming an unread launch."""
+    imports, _, _ = UNFOLLOWED["importlib"]
+    name = package(imports, "add_kernel")
+    studies = tmp_path / "studies"
+    assert main(["run", "--from-autotune", f"{name}.kernels:add", "--device", "interpret",
+                 "-p", "n_elements=2048", "--studies-dir", str(studies), "--quiet",
+                 "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(studies / "add-interpret"), "--format", "triton", "-o",
+                 str(tmp_path / "tuned_add.py")]) == 0
+    out = capsys.readouterr().out
+    assert ("; key lists every dimension (n_elements, rows): the @triton.autotune key of "
+            f"{name}.kernels:add could not be read from its source (autotuned= at "
+            "kernels.py:") in out, out
+    assert ("for plan to follow it)); pass @triton.autotune its own key in place of the "
+            "module's `key`") in out
+
+
 def test_a_jitted_function_imported_from_another_module_gives_the_exports_key(
         package, tmp_path, capsys, write_space):
     """A plain launcher (no ``autotuned=``) of a ``@triton.jit`` function imported from
