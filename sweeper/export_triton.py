@@ -247,9 +247,11 @@ def autotune_key(kernel: str, dims: list[str],
     """The ``key`` ``@triton.autotune`` accepts for a study of ``kernel`` over ``dims``
     (it refuses a name that is no argument of the function), and a note saying what it
     left out, or why it could not tell: the autotuner's own key for a kernel declared
-    with ``autotuned=`` (read from its source, never imported); else the dimensions that
-    are arguments of the Triton function it launches (a built-in's bodies; a user
-    kernel's launch as its source shows it); else every dimension, with a note.
+    with ``autotuned=`` (read from its source, never imported, followed into the module
+    it is imported from); else the dimensions that are arguments of the Triton function
+    it launches (a built-in's bodies; a user kernel's launch as its source shows it);
+    else every dimension, with a note.  Where an ``autotuned=`` could not be read, the
+    note says why and that the key is not the autotuner's.
     ``declared``: its declaration read already (:func:`~sweeper.export.kernel_declared`),
     else it is read here."""
     from sweeper.plugins import KERNEL, find
@@ -260,6 +262,8 @@ def autotune_key(kernel: str, dims: list[str],
     own = getattr(declared, "autotune_key", None)
     if own:
         return list(own), ""
+    unread = next((u for u in getattr(declared, "unread", ()) if u.startswith("autotuned=")),
+                  None)
     arguments: tuple[str, ...] = tuple(getattr(declared, "triton_arguments", ()))
     if find(KERNEL, kernel).builtin:
         from sweeper.kernels import kernel_class
@@ -267,11 +271,16 @@ def autotune_key(kernel: str, dims: list[str],
         bodies = getattr(kernel_class(kernel), "bodies", ())
         arguments = tuple(a for body in bodies
                           for a in inspect.signature(getattr(body, "fn", body)).parameters)
+    key = [d for d in dims if d in arguments] if arguments else dims
+    if unread is not None:          # an autotuned= the source does not show: not guessed
+        listed = f"key {key}" if arguments else f"key lists every dimension ({', '.join(dims)})"
+        return key, (f"{listed}: the @triton.autotune key of {kernel} could not be read from "
+                     f"its source ({unread}); pass @triton.autotune its own key in place of "
+                     "the module's `key`")
     if not arguments:
         return dims, (f"key lists every dimension ({', '.join(dims)}): the Triton function "
                       f"{kernel} launches could not be read from its source; give "
                       "@triton.autotune those of its arguments")
-    key = [d for d in dims if d in arguments]
     left = [d for d in dims if d not in arguments]
     return key, (f"key {key}: {', '.join(left)} {'is' if len(left) == 1 else 'are'} no "
                  "argument of the kernel (configs(**dims) and pick(**dims) take every "

@@ -404,8 +404,8 @@ def test_plan_refuses_computed_autotune_configs_naming_them(module, tmp_path, ca
     name, marker = module(AUTOTUNE_COMPUTED)
     rc, _, err = _plan(tmp_path, capsys, f"from_autotune: {name}:tuned\n")
     assert rc == 2 and not marker.exists()
-    assert err == (f"{tmp_path / 's.yaml'}:1: from_autotune: the configs of '{name}:tuned' are "
-                   f"not literals its source shows (autotuned= at {name}.py:14 (not a "
+    assert err == (f"{tmp_path / 's.yaml'}:1: from_autotune: the configs of '{name}:tuned' "
+                   f"could not be read from its source (autotuned= at {name}.py:14 (not a "
                    "literal)), and `sweeper plan` imports no user code; `sweeper run` and "
                    "`sweeper ab` read them\n")
 

@@ -179,7 +179,7 @@ def _imported(module: str, path: Path, text: str) -> list[str]:
         if isinstance(node, ast.Import):
             full = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node.module or "", node.level, package)
+            base = absolute_name(node.module or "", node.level, package)
             if base is None:
                 continue
             full = [base, *(f"{base}.{a.name}" if base else a.name for a in node.names
@@ -195,9 +195,10 @@ def _imported(module: str, path: Path, text: str) -> list[str]:
     return names
 
 
-def _absolute(module: str, level: int, package: str) -> str | None:
-    """The absolute name of ``from <level dots><module> import``, in ``package``; None
-    where it climbs past the top (or the module is in no package)."""
+def absolute_name(module: str, level: int, package: str) -> str | None:
+    """The absolute name of ``from <level dots><module> import``, in ``package``, as the
+    import system resolves it; None where it climbs past the top (or the module is in no
+    package)."""
     if not level:
         return module
     parts = package.split(".") if package else []

@@ -11,7 +11,13 @@ as ``1 << 24``, ``4096 * 4096`` or ``2**20``, computed here from the tree within
 :data:`MOST`, list comprehensions over literal lists
 (``[triton.Config({"BLOCK": b}) for b in (256, 1024)]``), built here, and module-level
 names bound to such values), and says what it could not read: nothing in the module is
-ever evaluated.  The reading is bounded (:data:`MOST_STEPS`, :data:`MOST_BUILT`, each
+ever evaluated.  A name the module imports (``from pkg.lib import kern``, ``from .lib
+import kern as k``, ``import pkg.lib`` then ``pkg.lib.kern``, a re-export through a
+package's ``__init__``) is followed into the module it names, found as ``sweeper run``'s
+import finds it (the working folder first, then the import path: :func:`module_file`),
+and read there the same way; one bound by code only running the module resolves (an
+import inside ``try:``, ``importlib.import_module``) is named with where, and why.  The
+reading is bounded (:data:`MOST_STEPS`, :data:`MOST_BUILT` and :data:`MOST_HOPS`, each
 module-level name read once): a short module whose values grow with each name that uses
 the one before is named as too large to read, not read for hours.
 """
@@ -22,6 +28,8 @@ import ast
 import inspect
 import linecache
 import operator
+import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -31,7 +39,7 @@ from typing import Any
 from sweeper.core import Dim
 from sweeper.errors import SweeperError, statement
 from sweeper.kernels._base import MetaParam, hash_of_source
-from sweeper.kernels._own_modules import module_file, own_source
+from sweeper.kernels._own_modules import absolute_name, module_file, own_source
 
 #: The class attributes a Kernel subclass's declaration is read from.
 CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",
@@ -79,6 +87,10 @@ TOO_LONG = f"too large to read: the module's reading ran past {MOST_STEPS} steps
 TOO_LARGE = f"too large to read: over {MOST_BUILT} items"
 #: Why a value is not read where its names or expressions nest too deeply to follow.
 TOO_DEEP = "nested too deeply to read"
+#: The most names and imports one name is followed through (``k = kern``, ``from .lib
+#: import kern``, a package re-exporting it...): a chain past it, or a loop of modules
+#: importing one another, is named, not followed.
+MOST_HOPS = 32
 #: No names bound by a comprehension (outside any).
 _NO_NAMES: Mapping[str, Any] = MappingProxyType({})
 
@@ -135,7 +147,7 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
             MemoryError) as err:                     # (nested past the parser's limits)
         return SourceDeclaration(target, {}, (f"{file.name} ({type(err).__name__})",))
-    reader = _Reader(file, tree, text)
+    reader = _Reader(file, tree, text, module=module)
     node = reader.bound.get(attr)
     if isinstance(node, ast.ClassDef):
         return reader.kernel_class(target, node)
@@ -305,28 +317,208 @@ def names_bound(target: str) -> list[str] | None:
     return sorted(n for n in _Reader(file, tree).bound if not n.startswith("_"))
 
 
-class _Reader:
-    """One module's top level: what each name is bound to, last binding first, and the
-    value of each name read so far (or why it could not be read), within one budget of
-    :data:`MOST_STEPS` for all the reading."""
+@dataclass(frozen=True)
+class _Import:
+    """A name a top-level import binds: the module it names, absolute (``None`` where a
+    relative import climbs past its top-level package), the name imported from it
+    (``None``: the module itself, as ``import a.b as m`` binds it) and the statement."""
 
-    def __init__(self, file: Path, tree: ast.Module, text: str = "") -> None:
-        self.file = file
+    module: str | None
+    attr: str | None
+    stmt: ast.stmt
+
+
+@dataclass(frozen=True)
+class _Module:
+    """The module a name stands for (``lib`` after ``from pkg import lib``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What a name stands for, in the module that binds it: the node ``reader``'s top
+    level binds ``name`` to."""
+
+    reader: _Reader
+    name: str
+    node: ast.AST
+
+
+class _Modules:
+    """What the readers of one declaration share: the readers of the modules its names
+    were followed into (by module name; a string: why that module cannot be read; ``None``:
+    no file of it found), and the one budget of :data:`MOST_STEPS` for all the reading."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.readers: dict[str, _Reader | str | None] = {}
+
+
+class _Reader:
+    """One module's top level: what each name is bound to, last binding first (a
+    definition or assignment in :attr:`bound`, an import in :attr:`imports`), and the
+    value of each name read so far (or why it could not be read), within one budget of
+    :data:`MOST_STEPS` for all the reading, that of the modules its imports lead to
+    included (``modules``).  ``module``: its dotted name, which its relative imports are
+    resolved against; ``file_shown``: how its messages name its file (else by its name)."""
+
+    def __init__(self, file: Path, tree: ast.Module, text: str = "", *, module: str = "",
+                 modules: _Modules | None = None, file_shown: str = "") -> None:
+        self.file, self.tree, self.module = file, tree, module
+        self.file_shown = file_shown or file.name
         self.lines = text.splitlines(keepends=True)
         #: annotations kept as written (``from __future__ import annotations``)
         self.lazy = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and
                         any(a.name == "annotations" for a in s.names) for s in tree.body)
-        self.steps = 0                                  # at most MOST_STEPS
+        self.modules = modules or _Modules()
+        if module:
+            self.modules.readers.setdefault(module, self)
         self.known: dict[str, Any] = {}                 # name -> value, or its NotLiteral
         self.sizes: dict[int, tuple[int, Any]] = {}     # id -> (what it holds, the value)
         self.bound: dict[str, ast.AST] = {}
+        self.imports: dict[str, _Import] = {}
+        self.stars: list[_Import] = []                  # from m import *, in order
+        package = module if file.name == "__init__.py" else module.rpartition(".")[0]
         for stmt in tree.body:
             if isinstance(stmt, (ast.ClassDef, ast.FunctionDef)):
-                self.bound[stmt.name] = stmt
-            self.bound.update(_assigned(stmt))
+                self._define({stmt.name: stmt})
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:              # import a.b binds a; as m: a.b
+                    name = alias.asname or alias.name.partition(".")[0]
+                    self._imported(name, _Import(alias.name if alias.asname else name,
+                                                 None, stmt))
+            elif isinstance(stmt, ast.ImportFrom):
+                base = absolute_name(stmt.module or "", stmt.level, package)
+                for alias in stmt.names:
+                    if alias.name == "*":
+                        self.stars.append(_Import(base, None, stmt))
+                    else:
+                        self._imported(alias.asname or alias.name,
+                                       _Import(base, alias.name, stmt))
+            self._define(_assigned(stmt))
+
+    def _define(self, names: Mapping[str, ast.AST]) -> None:
+        for name, node in names.items():
+            self.bound[name] = node
+            self.imports.pop(name, None)
+
+    def _imported(self, name: str, imported: _Import) -> None:
+        self.imports[name] = imported
+        self.bound.pop(name, None)
 
     def where(self, node: ast.AST) -> str:
-        return f"{self.file.name}:{getattr(node, 'lineno', '?')}"
+        return f"{self.file_shown}:{getattr(node, 'lineno', '?')}"
+
+    def resolve(self, node: ast.AST, hops: int = 0) -> _Found | _Module:
+        """What the name or attribute ``node`` (``kern``, ``lib.kern``,
+        ``pkg.lib.kern``) stands for: followed through names bound to names and the
+        module's top-level imports into the modules they name, found as importing them
+        finds them (:func:`module_file`), each read, never run; :class:`NotLiteral`
+        saying where and why where only running the module could tell."""
+        if isinstance(node, ast.Name):
+            found = self.lookup(node.id, hops)
+            if found is None:
+                raise NotLiteral(self.unbound(node.id))
+            return found
+        if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name,
+                                                                       ast.Attribute)):
+            base = self.resolve(node.value, hops + 1)
+            if isinstance(base, _Module):
+                return self.member(base.name, node.attr, node, hops + 1)
+        name = node.attr if isinstance(node, ast.Attribute) else "NAME"
+        raise NotLiteral(f"`{ast.unparse(node)}` at {self.where(node)} is what only running "
+                         f"the module gives; {_follow(name)}")
+
+    def lookup(self, name: str, hops: int) -> _Found | _Module | None:
+        """What top-level ``name`` stands for (:meth:`resolve`): its binding here, an
+        import's, this package's submodule of that name, or a ``from m import *``'s (the
+        last first); ``None`` where this module binds it nowhere that can be read."""
+        if hops > MOST_HOPS:
+            raise NotLiteral(f"{name} in {self.file_shown} is followed through more than "
+                             f"{MOST_HOPS} names and imports (do modules import one another "
+                             "in a loop?)")
+        node = self.bound.get(name)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return self.resolve(node, hops + 1)
+        if node is not None:
+            return _Found(self, name, node)
+        imported = self.imports.get(name)
+        if imported is not None:
+            if imported.module is None:
+                raise NotLiteral(f"{name} is imported at {self.where(imported.stmt)} from "
+                                 "above its top-level package")
+            if imported.attr is None:
+                return _Module(imported.module)
+            return self.member(imported.module, imported.attr, imported.stmt, hops + 1)
+        if self.file.name == "__init__.py" and _is_module(f"{self.module}.{name}"):
+            return _Module(f"{self.module}.{name}")
+        for star in reversed(self.stars):
+            reader = self.opened(star.module) if star.module is not None else None
+            if reader is not None and reader.exports(name):
+                found = reader.lookup(name, hops + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def member(self, module: str, name: str, at: ast.AST, hops: int) -> _Found | _Module:
+        """What ``name`` of ``module`` stands for (``from module import name``,
+        ``module.name``, at ``at`` here): what its top level binds, else its submodule."""
+        reader = self.opened(module)
+        found = reader.lookup(name, hops) if reader is not None else None
+        if found is not None:
+            return found
+        if _is_module(f"{module}.{name}"):
+            return _Module(f"{module}.{name}")
+        if reader is not None:
+            raise NotLiteral(reader.unbound(name))
+        imported = f"`{statement(self.lines, at.lineno)}` at {self.where(at)}" \
+            if isinstance(at, ast.stmt) else f"{ast.unparse(at)} at {self.where(at)}"
+        if _is_module(module):
+            raise NotLiteral(f"{imported}: {module} (a folder without __init__.py) holds "
+                             f"no {name}")
+        raise NotLiteral(f"{imported}: {module} is not found in the working folder nor on "
+                         "the import path, where `sweeper run` imports it from")
+
+    def opened(self, module: str) -> _Reader | None:
+        """The reader of ``module``, read once for all the readers of a declaration;
+        ``None`` where no file of it is found (a namespace package's folder, or none);
+        :class:`NotLiteral` where its file cannot be read."""
+        readers = self.modules.readers
+        if module not in readers:
+            readers[module] = _opened(module, self.modules)
+        reader = readers[module]
+        if isinstance(reader, str):
+            raise NotLiteral(reader)
+        return reader
+
+    def exports(self, name: str) -> bool:
+        """Whether ``from this module import *`` binds ``name``: one its ``__all__``
+        lists where that is read, else one not starting with ``_``."""
+        if "__all__" in self.bound:
+            try:
+                listed = self.named("__all__", frozenset())
+            except NotLiteral:
+                return False
+            return isinstance(listed, (list, tuple)) and name in listed
+        return not name.startswith("_")
+
+    def unbound(self, name: str) -> str:
+        """Why top-level ``name`` is not followed here: bound only by a statement whose
+        binding only running the module resolves (an import inside ``try:`` or ``if:``, a
+        ``for`` loop's, a function's), or nowhere."""
+        for node in ast.walk(self.tree):
+            line = getattr(node, "lineno", None)
+            if line is None or not _binds(node, name):
+                continue
+            outer = next((s for s in self.tree.body
+                          if s.lineno <= line <= (s.end_lineno or s.lineno)), None)
+            inside = f" inside `{statement(self.lines, outer.lineno)}` at " \
+                f"{self.where(outer)}" if outer is not None and outer.lineno != line else ""
+            return (f"{name} is bound at {self.where(node)} "
+                    f"(`{statement(self.lines, line)}`){inside}, which only running the "
+                    f"module resolves; {_follow(name)}")
+        return f"{self.file_shown} binds no {name} at its top level"
 
     def read(self, node: ast.AST) -> Any:
         """:meth:`value` of a declaration's own node; names nested past Python's stack (a
@@ -338,8 +530,8 @@ class _Reader:
 
     def step(self) -> None:
         """Count one step of the reading: :data:`TOO_LONG` past :data:`MOST_STEPS`."""
-        self.steps += 1
-        if self.steps > MOST_STEPS:
+        self.modules.steps += 1
+        if self.modules.steps > MOST_STEPS:
             raise NotLiteral(TOO_LONG)
 
     def built(self, value: Any, items: list[Any]) -> Any:
@@ -377,6 +569,11 @@ class _Reader:
             return local[node.id]
         if isinstance(node, ast.Name) and node.id in self.bound and node.id not in seen:
             return self.named(node.id, seen)
+        if isinstance(node, ast.Name) and node.id in self.imports:
+            found = self.resolve(node)               # a name another module binds
+            if isinstance(found, _Module):
+                raise NotLiteral
+            return found.reader.named(found.name, frozenset())
         if isinstance(node, ast.ListComp):
             return self.comprehension(node, seen, local)
         if isinstance(node, ast.Call):
@@ -544,16 +741,25 @@ class _Reader:
             launched = sub.func.value
             if isinstance(launched, ast.Attribute) and launched.attr == "fn":
                 launched = launched.value
-            function = self.bound.get(launched.id) if isinstance(launched, ast.Name) \
-                else None
-            if isinstance(function, ast.Call) and function.args and \
-                    isinstance(function.args[0], ast.Name):    # autotune(...)(f), jit(f)
-                function = self.bound.get(function.args[0].id)
+            function = self.function_at(launched)
             if isinstance(function, ast.FunctionDef):
                 arguments = function.args
                 names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
                                           *arguments.kwonlyargs) if a.arg not in names]
         return tuple(names)
+
+    def function_at(self, node: ast.AST) -> ast.AST | None:
+        """The definition of the function the name or attribute ``node`` stands for, in
+        whichever module binds it (:meth:`resolve`), through ``autotune(...)(f)`` or
+        ``jit(f)``; ``None`` where it cannot be followed."""
+        try:
+            found = self.resolve(node)
+            if isinstance(found, _Found) and isinstance(found.node, ast.Call) and \
+                    found.node.args:                         # autotune(...)(f), jit(f)
+                found = found.reader.resolve(found.node.args[0])
+        except NotLiteral:
+            return None
+        return found.node if isinstance(found, _Found) else None
 
     def short_kernel(self, target: str, name: str, call: ast.Call, launch: ast.AST | None
                      ) -> SourceDeclaration:
@@ -697,25 +903,85 @@ class _Reader:
     def autotuner(self, node: ast.AST) -> Any:
         """What ``autotuned=`` names, as :func:`autotune_declaration` reads it: the
         ``configs`` and ``key`` of the ``@triton.autotune`` decorating that function (or
-        the ``triton.autotune(...)(fn)`` call it is), and whether it gives a
-        ``post_hook`` (refused as the imported declaration refuses it); a literal as it
-        is."""
-        if isinstance(node, ast.Name) and node.id in self.bound:
-            node = self.bound[node.id]
+        the ``triton.autotune(...)(fn)`` call it is), in the module that binds it (a name
+        imported from another is followed there, :meth:`resolve`, as running the module
+        would import it), and whether it gives a ``post_hook`` (refused as the imported
+        declaration refuses it); a literal as it is."""
+        reader = self
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            found = self.resolve(node)           # followed into the module that binds it
+            if isinstance(found, _Module):
+                raise NotLiteral(f"{ast.unparse(node)} at {self.where(node)} is the "
+                                 f"module {found.name}, not a @triton.autotune function")
+            reader, node = found.reader, found.node
         calls = node.decorator_list if isinstance(node, ast.FunctionDef) else \
             [node.func] if isinstance(node, ast.Call) else []
         for call in calls:
             if isinstance(call, ast.Call) and _last_name(call.func) == "autotune":
-                options = {k.arg: self.read(k.value) for k in call.keywords
-                           if k.arg in ("configs", "key")}
+                options = {k.arg: reader.read_there(k.value, reader is not self)
+                           for k in call.keywords if k.arg in ("configs", "key")}
                 return SimpleNamespace(configs=list(options.get("configs", ())),
                                        keys=list(options.get("key", ())), fn=print,
                                        base_fn=SimpleNamespace(__name__=_function(node)),
                                        user_defined_post_hook=any(
                                            k.arg == "post_hook" for k in call.keywords))
         if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set)):
-            return self.read(node)          # no autotuner: refused as importing refuses it
+            return reader.read(node)        # no autotuner: refused as importing refuses it
+        if reader is not self:
+            raise NotLiteral(f"{_function(node)} at {reader.where(node)} is no "
+                             "@triton.autotune(...) function its source shows")
         raise NotLiteral
+
+    def read_there(self, node: ast.AST, elsewhere: bool) -> Any:
+        """:meth:`read` of ``node``; where it is not read and the declaration that names
+        it is ``elsewhere`` (another module's), the reason says where it is, which the
+        declaration's own line does not show."""
+        try:
+            return self.read(node)
+        except NotLiteral as err:
+            if not elsewhere:
+                raise
+            raise NotLiteral(f"{err} at {self.where(node)}") from None
+
+
+def _opened(module: str, modules: _Modules) -> _Reader | str | None:
+    """A reader of ``module``'s source, found as :func:`module_file` finds it (as
+    ``sweeper run``'s import finds it), named in messages by its path from the working
+    folder; ``None`` where no file of it is found; why, where it cannot be read."""
+    found = module_file(module)
+    if found is None:
+        return None
+    relative = os.path.relpath(found)
+    shown = found if relative.startswith("..") else relative
+    try:
+        text = Path(found).read_text(encoding="utf-8")
+        tree = ast.parse(text, filename=found)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
+            MemoryError) as err:
+        return f"{shown}, which {module} is read from, cannot be read ({type(err).__name__})"
+    return _Reader(Path(found), tree, text, module=module, modules=modules, file_shown=shown)
+
+
+def _is_module(module: str) -> bool:
+    """Whether importing ``module`` (``a.b``) finds it: a file of it, or a folder (a
+    namespace package), where :func:`module_file` looks."""
+    return module_file(module) is not None or any(
+        os.path.isdir(os.path.join(base or os.curdir, *module.split(".")))
+        for base in [os.getcwd(), *sys.path])
+
+
+def _follow(name: str) -> str:
+    """What to do for a binding of ``name`` to be followed."""
+    return f"bind it at the module's top level (from MODULE import {name}) for plan to follow it"
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name``: an import, a definition or an assignment to it."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name.partition(".")[0]) == name for a in node.names)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
 
 
 #: ``sweeper.kernel``'s keywords that may be given a function (the rest are data).

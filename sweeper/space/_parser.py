@@ -1041,8 +1041,8 @@ class _Parser:
         if not isinstance(columns, Mapping) and not self.user_code:
             unread = "; ".join(getattr(declared, "unread", ())) or "no @triton.autotune " \
                 "function it names"
-            raise self.error("from_autotune", f"the configs of {name!r} are not literals "
-                             f"its source shows ({unread}), and `sweeper plan` imports no "
+            raise self.error("from_autotune", f"the configs of {name!r} could not be read "
+                             f"from its source ({unread}), and `sweeper plan` imports no "
                              "user code; `sweeper run` and `sweeper ab` read them")
         if not isinstance(columns, Mapping):
             raise self.error("from_autotune", f"{name} names no @triton.autotune function; "
