@@ -715,6 +715,70 @@ def test_a_define_may_be_swept_off_as_0_and_no_lower(cu_space, capsys):
                                        "allowed: cuda's USE_SHARED from 0 up\n")
 
 
+@pytest.mark.parametrize(("axis", "line", "allowed"), [
+    ("  block_size_x: [64, 128]\n", "12: params.block_size_x", "sweeper defines block_size_x "
+     "itself, as each launch's block (blockDim.x), so its own -Dblock_size_x would be replaced "
+     "and its configs repeat one another; allowed: the block sizes as the launch axis block"),
+    ("  DTYPE: [1, 2]\n", "12: params.DTYPE", "sweeper defines DTYPE itself, as the C type of "
+     "the problem's dtype (-DDTYPE=float), so its own -DDTYPE would be replaced and its "
+     "configs repeat one another; allowed: the dtypes as the problem axis dtype"),
+    ("  pair: {zip: {block_size_x: [64], UNROLL: [2]}}\n", "12: params.pair.zip.block_size_x",
+     "sweeper defines block_size_x itself"),
+])
+def test_an_axis_named_as_a_define_sweeper_gives_is_refused_at_its_line(cu_space, capsys,
+                                                                         axis, line, allowed):
+    """Every compile defines ``block_size_x`` (the block) and ``DTYPE`` in place of an
+    axis's define of that name: swept, Kernel Tuner's way, such an axis would launch one
+    kernel under configs labelled otherwise, so it is refused where it is written."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", "  VEC: [1, 4]\n" + axis))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:{line}: {allowed}"), err
+    assert err.count("\n") == 1
+
+
+#: A Kernel Tuner kernel of 2-D blocks: its rows are threadIdx.y, block_size_y of them.
+TALL_CU = """\
+extern "C" __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {
+    long long i = ((long long)blockIdx.x * block_size_y + threadIdx.y) * block_size_x
+                  + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+"""
+
+
+def test_a_kernel_tuner_block_size_y_above_1_is_refused_as_no_1d_launch_runs_it(
+        cu_space, capsys):
+    """A launch's blocks are 1-D: a kernel compiled with ``block_size_y=4`` would run with
+    ``threadIdx.y`` = 0 and leave three rows in four undone at every config, or, written
+    otherwise, be timed at a config it does not run.  1 is what the launch gives, and
+    plans."""
+    text = space_text().replace("  VEC: [1, 4]\n", "  block_size_y: [1, 4]\n")
+    path = cu_space(text)
+    (path.parent / "copy.cu").write_text(TALL_CU)
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:11: params.block_size_y: block_size_y=4, but sweeper launches a cuda "
+        "kernel's blocks in x alone (blockDim.y = 1, threadIdx.y = 0), where Kernel Tuner's "
+        "block_size_y is blockDim.y; allowed: 1, or a kernel indexed in x, its threads all "
+        "in block (a block of W × H threads as block: W * H, with threadIdx.x % W and "
+        "threadIdx.x / W for its x and y)\n")
+    path.write_text(text.replace("[1, 4]", "[1]"))
+    assert load_space(path).choices()["block_size_y"] == ("1",)
+
+
+def test_a_sweeper_cuda_kernel_with_a_meta_parameter_sweeper_defines_is_refused():
+    """The Python form: ``meta={"block_size_x": ...}`` is refused as it is declared, in the
+    space form's words."""
+    launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"])
+    with pytest.raises(sweeper.SweeperError) as raised:
+        sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"},
+                       meta={"VEC": 4, "block_size_x": 128}, grid="cdiv(n, block * VEC)",
+                       reference=lambda src: src.clone())
+    assert str(raised.value).startswith("kernel copy: meta: block_size_x: sweeper defines "
+                                        "block_size_x itself")
+
+
 def test_a_source_not_in_utf8_is_refused_as_the_space_is_read(cu_space, capsys):
     """NVRTC is given the source's text: one saved in Latin-1 would fail every config's
     compile with a UnicodeDecodeError, so it is refused at kernel.source instead."""

@@ -39,6 +39,8 @@ from sweeper.kernels._cuda_spec import (
     cache_key,
     instantiation,
     int_overflow,
+    launch_values_problem,
+    meta_problem,
     nvrtc_options,
     parse_args,
     sources,
@@ -231,11 +233,24 @@ class CudaLaunch:
         return None if not unpassed else (f"tensor {unpassed[0]!r} is not passed to the "
                                           f"entry; args: {', '.join(self.raw_args)}")
 
+    def meta_problem(self, meta: Sequence[str]) -> tuple[str, str] | None:
+        """The first of the meta-parameters ``meta`` that no axis may be named, and why
+        (:func:`~sweeper.kernels._cuda_spec.meta_problem`: ``block_size_x`` and ``DTYPE``,
+        which every compile defines itself), or ``None``."""
+        return next(((name, why) for name in meta if (why := meta_problem(name)) is not None),
+                    None)
+
     def values_problem(self, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
-        """``("args", why)`` where an integer argument takes a value its type does not
-        hold at some of a space's ``values`` (each axis's constant values, ``itemsize``'s,
-        the dtypes' names for a ``DTYPE`` argument), or a literal does
+        """``("params.block_size_y", why)`` where Kernel Tuner's ``block_size_y`` or
+        ``block_size_z`` takes a value other than 1, which a 1-D launch cannot honour
+        (:func:`~sweeper.kernels._cuda_spec.launch_values_problem`); ``("args", why)``
+        where an integer argument takes a value its type does not hold at some of a
+        space's ``values`` (each axis's constant values, ``itemsize``'s, the dtypes' names
+        for a ``DTYPE`` argument), or a literal does
         (:func:`~sweeper.kernels._cuda_spec.int_overflow`)."""
+        tall = launch_values_problem(values)
+        if tall is not None:
+            return f"params.{tall[0]}", tall[1]
         found = int_overflow(self.raw_args, values)
         return None if found is None else ("args", found[1])
 

@@ -186,6 +186,9 @@ class CudaDeclaration(Kernel):
         if problem is not None:                 # read once here, kept by the launch
             raise OptionError("source", problem)
         meta = _meta_names(options, params)
+        reserved = launch.meta_problem(meta)
+        if reserved is not None:                # sweeper's own define: at the axis
+            raise OptionError(_axis_path(params, reserved[0]), reserved[1])
         inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
         names = list(dims or ["n"])

@@ -95,6 +95,10 @@ class Declaration:
             refuse_launch_args(name, plan, (*plan.inputs, *(
                 n for n, spec in plan.outputs.items() if spec is not None)),
                 tuple(attrs["dims"]), tuple(attrs["meta_params"]))
+        reserved = getattr(launch, "meta_problem", None)     # sweeper.cuda's defines
+        found = reserved(tuple(attrs["meta_params"])) if callable(reserved) else None
+        if found is not None:
+            raise SweeperError(f"kernel {name}: meta: {found[0]}: {found[1]}")
         if self.baseline is not None and not callable(self.baseline):
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
