@@ -205,6 +205,13 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
      "{folder}/limits.py for the refuse"),
     (space_text(extra="\n  refuse: fits"), ":9: kernel.refuse: 'fits' is not a refuse; "
      "allowed: module:function or file.py:function, relative to the space file"),
+    # a tolerance as the short form's tolerance= takes it, each mistake at its dtype
+    (space_text(extra="\n  tolerance: {fp33: [1e-3, 1e-5]}"), ":9: kernel.tolerance.fp33: "
+     "'fp33' is not a dtype; allowed: float64, float32, "),
+    (space_text(extra="\n  tolerance: {float32: 1e-3}"), ":9: kernel.tolerance.float32: "
+     "'1e-3' is no tolerance; allowed: [rtol, atol], two numbers >= 0 (e.g. [1e-3, 1e-5])"),
+    (space_text(extra="\n  tolerance: {float32: [-1, 0]}"), ":9: kernel.tolerance.float32: "
+     "[-1, 0] is no tolerance; allowed: [rtol, atol], two numbers >= 0"),
     # a swept axis the source never names would compile one kernel under many configs
     (space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"), ":11: params.VECT: "
      "copy.cu and the files it includes never name VECT, so -DVECT=... changes nothing and "
@@ -777,6 +784,29 @@ def test_a_sweeper_cuda_kernel_with_a_meta_parameter_sweeper_defines_is_refused(
                        reference=lambda src: src.clone())
     assert str(raised.value).startswith("kernel copy: meta: block_size_x: sweeper defines "
                                         "block_size_x itself")
+
+
+def test_a_tolerance_option_checks_the_outputs_at_it(cu_space):
+    """Kernel Tuner's ``atol``: a float32 sum over a long loop lands further from torch's
+    than ``assert_close``'s default allows, so a space gives its own (rtol, atol) per
+    dtype, its numbers as YAML 1.1 reads ``1e-4`` (a string) too; outputs within it pass
+    the check, and only the dtypes it names change."""
+    from sweeper.kernels._tensors import TOLERANCES
+
+    def checked(extra: str) -> tuple[Any, str | None]:
+        space = load_space(cu_space(space_text(extra=extra)))
+        kernel = load_kernel(space.kernel, space.kernel_options)
+        buffers = kernel.allocate(Problem("float32", 4096), "cpu")
+        kernel.randomize(buffers, torch.Generator().manual_seed(0))
+        buffers["dst"].copy_(buffers["src"] * (1 + 5e-5))      # off by 5e-5 of each
+        return kernel.plan.tolerances, kernel.check(buffers)
+
+    tolerances, wrong = checked("")
+    assert tolerances == TOLERANCES
+    assert wrong is not None and "elements differ" in wrong
+    tolerances, wrong = checked("\n  tolerance: {fp32: [1e-4, 1e-5]}")
+    assert wrong is None
+    assert tolerances == {**TOLERANCES, "float32": (1e-4, 1e-5)}
 
 
 def test_a_source_not_in_utf8_is_refused_as_the_space_is_read(cu_space, capsys):

@@ -27,8 +27,9 @@ from typing import Any, ClassVar
 
 from sweeper import plugins
 from sweeper.core import DTYPES, Config, Problem, parse
-from sweeper.core._units import did_you_mean, unknown_name, zip_members
+from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
+from sweeper.escape import cut
 from sweeper.kernels._base import Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
@@ -36,6 +37,7 @@ from sweeper.kernels._cuda_spec import (
     DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
+    NUMBER,
     Arg,
     active_code,
     code_only,
@@ -50,7 +52,12 @@ from sweeper.kernels._cuda_spec import (
 from sweeper.kernels._model_form import read_model
 from sweeper.kernels._own_modules import module_file_in, user_module_file, user_module_root
 from sweeper.kernels._short import _count, refused
-from sweeper.kernels._short_form import Declaration, _counted, cannot_take_config
+from sweeper.kernels._short_form import (
+    Declaration,
+    _counted,
+    cannot_take_config,
+    tolerance_pair,
+)
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
 
 #: A ``__global__`` function's name, for the list of those a file declares.
@@ -61,7 +68,7 @@ GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\
 DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
-    "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
+    "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict}
 
 
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
@@ -117,10 +124,12 @@ class CudaDeclaration(Kernel):
                  "{rowwise: ...}",
         "refuse": "module:function or file.py:function, called with each config: None to "
                   "run it, else why the kernel cannot",
+        "tolerance": "(rtol, atol) by dtype the outputs are checked at ({float32: [1e-4, "
+                     "1e-3]}); default torch.testing.assert_close's",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model",
-         "refuse"})
+         "refuse", "tolerance"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -197,6 +206,7 @@ class CudaDeclaration(Kernel):
             if "model" in options else None
         _check_counts(options, names)
         _check_tensors(options, inputs, outputs, names)
+        tolerance = _tolerance(options)
         wrong = launch.args_problem((*inputs, *(outputs if isinstance(outputs, dict) else ())),
                                     names, meta)
         if wrong is not None:                   # at args, before build's
@@ -210,7 +220,8 @@ class CudaDeclaration(Kernel):
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
-                model=model, refuse=Refuse(options["refuse"]) if "refuse" in options else None)
+                tolerance=tolerance, model=model,
+                refuse=Refuse(options["refuse"]) if "refuse" in options else None)
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
@@ -366,6 +377,32 @@ def _tensors(options: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]
     inputs, outputs = json.loads(options["inputs"]), json.loads(options["outputs"])
     return {k: spec(v) for k, v in inputs.items()}, \
         {k: spec(v) for k, v in outputs.items()} if isinstance(outputs, dict) else outputs
+
+
+def _tolerance(options: Mapping[str, str]) -> dict[str, tuple[float, float]] | None:
+    """The ``tolerance`` option, ``{dtype: [rtol, atol]}``, as the short form's
+    ``tolerance=`` reads it (a key any spelling of a dtype, each a pair of numbers >= 0,
+    written as YAML reads ``1e-4``, a string, too); an :class:`OptionError` at the entry
+    that is none.  Kernel Tuner's ``atol``: a sum over a long loop (a matmul's K of 4096
+    in float32) lands further from torch's than ``assert_close``'s float32 default
+    allows, and would fail every config."""
+    if "tolerance" not in options:
+        return None
+    out = {}
+    for key, pair in json.loads(options["tolerance"]).items():
+        dtype = canonical_dtype(key)
+        if dtype is None:
+            raise OptionError(f"tolerance.{key}", f"{cut(repr(key), 60)} is not a dtype; "
+                              f"allowed: {', '.join(DTYPES)}{did_you_mean(key, DTYPES)}")
+        if isinstance(pair, list):          # YAML 1.1 reads 1e-4 as a string
+            pair = [float(v) if isinstance(v, str) and NUMBER.fullmatch(v.strip()) else v
+                    for v in pair]
+        read = tolerance_pair(pair)
+        if read is None:
+            raise OptionError(f"tolerance.{key}", f"{cut(repr(pair), 60)} is no tolerance; "
+                              "allowed: [rtol, atol], two numbers >= 0 (e.g. [1e-3, 1e-5])")
+        out[dtype] = read
+    return out
 
 
 def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
