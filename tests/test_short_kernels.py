@@ -491,6 +491,33 @@ def test_a_function_that_cannot_take_its_call_is_refused_where_the_kernel_is_dec
     assert not studies.exists()
 
 
+def test_a_kernel_given_its_launch_and_used_as_a_decorator_says_so(tmp_path, monkeypatch,
+                                                                     write_space, capsys):
+    """``sweeper.kernel(launch, ...)`` (a ``sweeper.cuda`` launch's form) is the kernel
+    itself: stacked over a ``def`` as the launchless form is, it was called with that
+    function and raised Python's own TypeError about ``__init__``; now the import says
+    which form to write, and the space is refused at its kernel's line."""
+    (tmp_path / "built_as_decorator.py").write_text(
+        "import sweeper\n"
+        "def launch(x, config):\n"
+        "    pass\n"
+        "@sweeper.kernel(launch, inputs={'x': 'n'}, outputs=['x'], meta={'BLOCK': 64},\n"
+        "                reference=lambda x: x)\n"
+        "def k():\n"
+        "    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = write_space(TINY.format(study="deco", kernel="built_as_decorator:k"))
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir",
+               str(tmp_path / "studies"), "--quiet"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and "Traceback" not in err, err
+    assert "kernel launch: sweeper.kernel(launch, ...) is the kernel itself, not a " \
+           "decorator, so it takes no function 'k' under it; allowed: launch = " \
+           "sweeper.kernel(launch, ...), or @sweeper.kernel(...) without the launch over " \
+           "the launch function (at built_as_decorator.py:4: " in err, err
+    assert not (tmp_path / "studies").exists()
+
+
 def test_a_triton_kernel_given_as_the_launch_is_refused_where_it_is_declared(
         tmp_path, monkeypatch, write_space, capsys):
     """``@sweeper.kernel`` stacked on ``@triton.jit`` made the jitted function the launch,
