@@ -212,6 +212,11 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
      "'1e-3' is no tolerance; allowed: [rtol, atol], two numbers >= 0 (e.g. [1e-3, 1e-5])"),
     (space_text(extra="\n  tolerance: {float32: [-1, 0]}"), ":9: kernel.tolerance.float32: "
      "[-1, 0] is no tolerance; allowed: [rtol, atol], two numbers >= 0"),
+    # the rate reports lead with, as the short form's headline=; TFLOP/s needs FLOPs
+    (space_text(extra="\n  headline: gflops"), ":9: kernel.headline: 'gflops' is no "
+     "headline; allowed: gbps, tflops"),
+    (space_text(extra="\n  headline: tflops"), ":9: kernel.headline: tflops is flops over "
+     "the median, and the kernel declares no flops; allowed: gbps, or tflops beside flops"),
     # a swept axis the source never names would compile one kernel under many configs
     (space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"), ":11: params.VECT: "
      "copy.cu and the files it includes never name VECT, so -DVECT=... changes nothing and "
@@ -807,6 +812,19 @@ def test_a_tolerance_option_checks_the_outputs_at_it(cu_space):
     tolerances, wrong = checked("\n  tolerance: {fp32: [1e-4, 1e-5]}")
     assert wrong is None
     assert tolerances == {**TOLERANCES, "float32": (1e-4, 1e-5)}
+
+
+def test_a_cuda_kernel_that_declares_its_flops_may_lead_its_reports_with_tflops(cu_space):
+    """A compute-bound CUDA kernel (Kernel Tuner's GFLOP/s metric) heads its reports with
+    TFLOP/s where the space says so; GB/s stays the default."""
+    from sweeper.kernels import Headline
+
+    for extra, headline in (("\n  flops: 'n'", Headline.GBPS),
+                            ("\n  flops: 'n'\n  headline: tflops", Headline.TFLOPS)):
+        space = load_space(cu_space(space_text(extra=extra)))
+        kernel = load_kernel(space.kernel, space.kernel_options)
+        assert kernel.headline is headline
+        assert kernel.flops(Problem("float32", 4096)) == 1024
 
 
 def test_a_source_not_in_utf8_is_refused_as_the_space_is_read(cu_space, capsys):

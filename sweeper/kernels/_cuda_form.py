@@ -30,7 +30,7 @@ from sweeper.core import DTYPES, Config, Problem, parse
 from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.escape import cut
-from sweeper.kernels._base import Kernel, MetaParam, OptionError
+from sweeper.kernels._base import Headline, Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
@@ -126,10 +126,11 @@ class CudaDeclaration(Kernel):
                   "run it, else why the kernel cannot",
         "tolerance": "(rtol, atol) by dtype the outputs are checked at ({float32: [1e-4, "
                      "1e-3]}); default torch.testing.assert_close's",
+        "headline": "the rate reports lead with: gbps (default) or tflops (needs flops)",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model",
-         "refuse", "tolerance"})
+         "refuse", "tolerance", "headline"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -179,7 +180,8 @@ class CudaDeclaration(Kernel):
         if key in ("reference", "refuse"):
             return _reference_problem(value, imports, key)
         checks: dict[str, Callable[[str], str | None]] = {
-            "source": _source_problem, "entry": _entry_problem, "template": _template_problem}
+            "source": _source_problem, "entry": _entry_problem, "template": _template_problem,
+            "headline": _headline_problem}
         return checks[key](value) if key in checks else None
 
     @classmethod
@@ -207,6 +209,10 @@ class CudaDeclaration(Kernel):
         _check_counts(options, names)
         _check_tensors(options, inputs, outputs, names)
         tolerance = _tolerance(options)
+        if options.get("headline") == Headline.TFLOPS and "flops" not in options:
+            raise OptionError("headline", "tflops is flops over the median, and the kernel "
+                              "declares no flops; allowed: gbps, or tflops beside flops: "
+                              "FLOPs one launch does, over the dimensions (2 * M * N * K)")
         wrong = launch.args_problem((*inputs, *(outputs if isinstance(outputs, dict) else ())),
                                     names, meta)
         if wrong is not None:                   # at args, before build's
@@ -220,7 +226,7 @@ class CudaDeclaration(Kernel):
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
-                tolerance=tolerance, model=model,
+                tolerance=tolerance, headline=options.get("headline"), model=model,
                 refuse=Refuse(options["refuse"]) if "refuse" in options else None)
             built = declared.build(launch)
         except SweeperError as err:
@@ -683,6 +689,12 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
         todo += [next((f for f in include_paths(file, name, path.resolve().parent)
                        if f in files), file) for name in included(files[file], out[file])]
     return out
+
+
+def _headline_problem(value: str) -> str | None:
+    allowed = [h.value for h in Headline]
+    return None if value in allowed else \
+        f"{cut(repr(value), 60)} is no headline; allowed: {', '.join(allowed)}"
 
 
 def _template_problem(value: str) -> str | None:
