@@ -779,6 +779,22 @@ def test_a_kernel_tuner_block_size_y_above_1_is_refused_as_no_1d_launch_runs_it(
     assert load_space(path).choices()["block_size_y"] == ("1",)
 
 
+def test_a_block_size_y_given_by_an_expression_is_refused_once_it_resolves_above_1(
+        cu_space, capsys, tmp_path):
+    """An expression over other axes has its values only once resolved: ``plan`` and
+    ``run`` refuse a ``block_size_y`` that comes to more than 1 at some config then, at
+    that value, before anything is written."""
+    text = space_text().replace("  VEC: [1, 4]\n", "  block_size_y: [1, 'block // 64']\n")
+    path = cu_space(text)
+    (path.parent / "copy.cu").write_text(TALL_CU)
+    assert main(["plan", str(path), "--studies-dir", str(tmp_path / "st")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"{path}:11: params.block_size_y[1]: on "), err
+    assert "kernel cuda: block_size_y=2, but sweeper launches a cuda kernel's blocks in x " \
+           "alone" in err and err.count("\n") == 1
+    assert not (tmp_path / "st").exists()
+
+
 def test_a_sweeper_cuda_kernel_with_a_meta_parameter_sweeper_defines_is_refused():
     """The Python form: ``meta={"block_size_x": ...}`` is refused as it is declared, in the
     space form's words."""

@@ -34,6 +34,7 @@ from sweeper.ceilings import cache_root
 from sweeper.core import Config
 from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import (
+    FLAT_DEFINES,
     Arg,
     absent_includes,
     cache_key,
@@ -256,20 +257,24 @@ class CudaLaunch:
 
     @property
     def reads(self) -> frozenset[str]:
-        """The axes the arguments' values come from: each name passed, and ``footprint``
-        where ``n`` is (a footprint alone gives ``n``)."""
+        """The axes :meth:`config_problem` reads: each name the arguments pass,
+        ``footprint`` where ``n`` is (a footprint alone gives ``n``), and Kernel Tuner's
+        ``block_size_y`` and ``block_size_z``."""
         names = {Arg.read(a).name for a in self.raw_args}
-        return frozenset(names | ({"footprint"} if "n" in names else set()))
+        return frozenset(names | ({"footprint"} if "n" in names else set()) |
+                         set(FLAT_DEFINES))
 
     def config_problem(self, config: Config) -> tuple[str, str] | None:
         """The argument that takes a value its integer type does not hold at ``config``
-        (its problem's dimensions, ``n``, its meta-parameters), and why, or ``None``: what
-        a run asks of every config where an axis is an expression that
+        (its problem's dimensions, ``n``, its meta-parameters), or the ``block_size_y``
+        or ``block_size_z`` above 1 that a 1-D launch cannot honour, and why, or
+        ``None``: what a run asks of every config where an axis is an expression that
         :meth:`values_problem` could not see."""
         values: dict[str, list[int | str]] = {
             "n": [config.problem.n], **{k: [v] for k, v in config.problem.dims},
             **{k: [v] for k, v in config.meta.items()}, "dtype": [config.problem.dtype]}
-        return int_overflow(self.raw_args, values, "at this config")
+        return launch_values_problem(values) or \
+            int_overflow(self.raw_args, values, "at this config")
 
     def kernel_source(self) -> str:
         """The source and every file it includes (:meth:`files`), what a study's source
