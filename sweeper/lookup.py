@@ -610,8 +610,10 @@ def describe(config: TunedConfig) -> str:
         f"nearest, log2 distance {config.distance:.3g}{'; far' if config.far else ''}"
     warm = " warm (L2 not flushed)" if config.cache == "warm" else ""
     kernel = config.name if config.name != config.identity else config.kernel  # cuda:F:E
+    # a CUDA C kernel's block is blockDim.x: no warps a Triton launch is given
+    warps = "" if config.kernel == "cuda" else f" (num_warps={config.num_warps})"
     return (f"{kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
-            f"({config.grid_expr}) block={config.block} (num_warps={config.num_warps}) {meta}; "
+            f"({config.grid_expr}) block={config.block}{warps} {meta}; "
             f"tuned{warm} at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
             f"{config.rate:.4g} {config.headline.unit} (study {config.study})"
             f"{'; STALE: tuned for an earlier source of the kernel' if config.stale else ''}")

@@ -249,7 +249,10 @@ SAMPLER = Kind("sampler", "sweeper.samplers", {
     "gp": "sweeper.samplers:gp_sampler",
     "qmc": "sweeper.samplers:qmc_sampler",
     "cmaes": "sweeper.samplers:cmaes_sampler",
-}, _sampler_problem, meant={"grid": "exhaustive", "bayes": "gp", "bayesian": "gp"})
+}, _sampler_problem, meant={"grid": "exhaustive", "bayes": "gp", "bayesian": "gp",
+                            # Kernel Tuner's strategies of the same search
+                            "brute_force": "exhaustive", "random_sample": "random",
+                            "bayes_opt": "gp"})
 DEVICE = Kind("device", "sweeper.devices", {
     "cuda": "sweeper.devices._cuda:CudaDevice",
     "interpret": "sweeper.devices._interpret:InterpretDevice",

@@ -211,6 +211,18 @@ def test_a_compile_error_is_a_recorded_trial_with_nvrtc_s_log(cu_space, tmp_path
      "{folder}/limits.py for the refuse"),
     (space_text(extra="\n  refuse: fits"), ":9: kernel.refuse: 'fits' is not a refuse; "
      "allowed: module:function or file.py:function, relative to the space file"),
+    # a tolerance as the short form's tolerance= takes it, each mistake at its dtype
+    (space_text(extra="\n  tolerance: {fp33: [1e-3, 1e-5]}"), ":9: kernel.tolerance.fp33: "
+     "'fp33' is not a dtype; allowed: float64, float32, "),
+    (space_text(extra="\n  tolerance: {float32: 1e-3}"), ":9: kernel.tolerance.float32: "
+     "'1e-3' is no tolerance; allowed: [rtol, atol], two numbers >= 0 (e.g. [1e-3, 1e-5])"),
+    (space_text(extra="\n  tolerance: {float32: [-1, 0]}"), ":9: kernel.tolerance.float32: "
+     "[-1, 0] is no tolerance; allowed: [rtol, atol], two numbers >= 0"),
+    # the rate reports lead with, as the short form's headline=; TFLOP/s needs FLOPs
+    (space_text(extra="\n  headline: gflops"), ":9: kernel.headline: 'gflops' is no "
+     "headline; allowed: gbps, tflops"),
+    (space_text(extra="\n  headline: tflops"), ":9: kernel.headline: tflops is flops over "
+     "the median, and the kernel declares no flops; allowed: gbps, or tflops beside flops"),
     # a swept axis the source never names would compile one kernel under many configs
     (space_text().replace("  VEC: [1, 4]\n", "  VECT: [1, 4]\n"), ":11: params.VECT: "
      "copy.cu and the files it includes never name VECT, so -DVECT=... changes nothing and "
@@ -719,6 +731,122 @@ def test_a_define_may_be_swept_off_as_0_and_no_lower(cu_space, capsys):
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     assert capsys.readouterr().err == (f"{path}:12: params.USE_SHARED[0]: -1 is below 0; "
                                        "allowed: cuda's USE_SHARED from 0 up\n")
+
+
+@pytest.mark.parametrize(("axis", "line", "allowed"), [
+    ("  block_size_x: [64, 128]\n", "12: params.block_size_x", "sweeper defines block_size_x "
+     "itself, as each launch's block (blockDim.x), so its own -Dblock_size_x would be replaced "
+     "and its configs repeat one another; allowed: the block sizes as the launch axis block"),
+    ("  DTYPE: [1, 2]\n", "12: params.DTYPE", "sweeper defines DTYPE itself, as the C type of "
+     "the problem's dtype (-DDTYPE=float), so its own -DDTYPE would be replaced and its "
+     "configs repeat one another; allowed: the dtypes as the problem axis dtype"),
+    ("  pair: {zip: {block_size_x: [64], UNROLL: [2]}}\n", "12: params.pair.zip.block_size_x",
+     "sweeper defines block_size_x itself"),
+])
+def test_an_axis_named_as_a_define_sweeper_gives_is_refused_at_its_line(cu_space, capsys,
+                                                                         axis, line, allowed):
+    """Every compile defines ``block_size_x`` (the block) and ``DTYPE`` in place of an
+    axis's define of that name: swept, Kernel Tuner's way, such an axis would launch one
+    kernel under configs labelled otherwise, so it is refused where it is written."""
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", "  VEC: [1, 4]\n" + axis))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:{line}: {allowed}"), err
+    assert err.count("\n") == 1
+
+
+#: A Kernel Tuner kernel of 2-D blocks: its rows are threadIdx.y, block_size_y of them.
+TALL_CU = """\
+extern "C" __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {
+    long long i = ((long long)blockIdx.x * block_size_y + threadIdx.y) * block_size_x
+                  + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+"""
+
+
+def test_a_kernel_tuner_block_size_y_above_1_is_refused_as_no_1d_launch_runs_it(
+        cu_space, capsys):
+    """A launch's blocks are 1-D: a kernel compiled with ``block_size_y=4`` would run with
+    ``threadIdx.y`` = 0 and leave three rows in four undone at every config, or, written
+    otherwise, be timed at a config it does not run.  1 is what the launch gives, and
+    plans."""
+    text = space_text().replace("  VEC: [1, 4]\n", "  block_size_y: [1, 4]\n")
+    path = cu_space(text)
+    (path.parent / "copy.cu").write_text(TALL_CU)
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:11: params.block_size_y: block_size_y=4, but sweeper launches a cuda "
+        "kernel's blocks in x alone (blockDim.y = 1, threadIdx.y = 0), where Kernel Tuner's "
+        "block_size_y is blockDim.y; allowed: 1, or a kernel indexed in x, its threads all "
+        "in block (a block of W × H threads as block: W * H, with threadIdx.x % W and "
+        "threadIdx.x / W for its x and y)\n")
+    path.write_text(text.replace("[1, 4]", "[1]"))
+    assert load_space(path).choices()["block_size_y"] == ("1",)
+
+
+def test_a_block_size_y_given_by_an_expression_is_refused_once_it_resolves_above_1(
+        cu_space, capsys, tmp_path):
+    """An expression over other axes has its values only once resolved: ``plan`` and
+    ``run`` refuse a ``block_size_y`` that comes to more than 1 at some config then, at
+    that value, before anything is written."""
+    text = space_text().replace("  VEC: [1, 4]\n", "  block_size_y: [1, 'block // 64']\n")
+    path = cu_space(text)
+    (path.parent / "copy.cu").write_text(TALL_CU)
+    assert main(["plan", str(path), "--studies-dir", str(tmp_path / "st")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"{path}:11: params.block_size_y[1]: on "), err
+    assert "kernel cuda: block_size_y=2, but sweeper launches a cuda kernel's blocks in x " \
+           "alone" in err and err.count("\n") == 1
+    assert not (tmp_path / "st").exists()
+
+
+def test_a_sweeper_cuda_kernel_with_a_meta_parameter_sweeper_defines_is_refused():
+    """The Python form: ``meta={"block_size_x": ...}`` is refused as it is declared, in the
+    space form's words."""
+    launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"])
+    with pytest.raises(sweeper.SweeperError) as raised:
+        sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"},
+                       meta={"VEC": 4, "block_size_x": 128}, grid="cdiv(n, block * VEC)",
+                       reference=lambda src: src.clone())
+    assert str(raised.value).startswith("kernel copy: meta: block_size_x: sweeper defines "
+                                        "block_size_x itself")
+
+
+def test_a_tolerance_option_checks_the_outputs_at_it(cu_space):
+    """Kernel Tuner's ``atol``: a float32 sum over a long loop lands further from torch's
+    than ``assert_close``'s default allows, so a space gives its own (rtol, atol) per
+    dtype, its numbers as YAML 1.1 reads ``1e-4`` (a string) too; outputs within it pass
+    the check, and only the dtypes it names change."""
+    from sweeper.kernels._tensors import TOLERANCES
+
+    def checked(extra: str) -> tuple[Any, str | None]:
+        space = load_space(cu_space(space_text(extra=extra)))
+        kernel = load_kernel(space.kernel, space.kernel_options)
+        buffers = kernel.allocate(Problem("float32", 4096), "cpu")
+        kernel.randomize(buffers, torch.Generator().manual_seed(0))
+        buffers["dst"].copy_(buffers["src"] * (1 + 5e-5))      # off by 5e-5 of each
+        return kernel.plan.tolerances, kernel.check(buffers)
+
+    tolerances, wrong = checked("")
+    assert tolerances == TOLERANCES
+    assert wrong is not None and "elements differ" in wrong
+    tolerances, wrong = checked("\n  tolerance: {fp32: [1e-4, 1e-5]}")
+    assert wrong is None
+    assert tolerances == {**TOLERANCES, "float32": (1e-4, 1e-5)}
+
+
+def test_a_cuda_kernel_that_declares_its_flops_may_lead_its_reports_with_tflops(cu_space):
+    """A compute-bound CUDA kernel (Kernel Tuner's GFLOP/s metric) heads its reports with
+    TFLOP/s where the space says so; GB/s stays the default."""
+    from sweeper.kernels import Headline
+
+    for extra, headline in (("\n  flops: 'n'", Headline.GBPS),
+                            ("\n  flops: 'n'\n  headline: tflops", Headline.TFLOPS)):
+        space = load_space(cu_space(space_text(extra=extra)))
+        kernel = load_kernel(space.kernel, space.kernel_options)
+        assert kernel.headline is headline
+        assert kernel.flops(Problem("float32", 4096)) == 1024
 
 
 def test_a_source_not_in_utf8_is_refused_as_the_space_is_read(cu_space, capsys):

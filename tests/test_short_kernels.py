@@ -491,12 +491,51 @@ def test_a_function_that_cannot_take_its_call_is_refused_where_the_kernel_is_dec
     assert not studies.exists()
 
 
+def _refused_as_imported(module: str, text: str, tmp_path, monkeypatch, write_space,
+                         capsys) -> str:
+    """What ``sweeper run`` says of a space whose kernel is ``module:k`` (``text``): exit
+    status 2, one line without a traceback at the space's kernel line, no study."""
+    (tmp_path / f"{module}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = write_space(TINY.format(study=module, kernel=f"{module}:k"))
+    studies = tmp_path / "studies"
+    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
+               "--quiet"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and "Traceback" not in err, err
+    assert err.startswith(f"{space}:2: kernel: cannot load kernel '{module}:k'"), err
+    assert not studies.exists()
+    return err
+
+
+def test_a_kernel_given_its_launch_and_used_as_a_decorator_says_so(tmp_path, monkeypatch,
+                                                                     write_space, capsys):
+    """``sweeper.kernel(launch, ...)`` (a ``sweeper.cuda`` launch's form) is the kernel
+    itself: stacked over a ``def`` as the launchless form is, it was called with that
+    function and raised Python's own TypeError about ``__init__``; now the import says
+    which form to write, and the space is refused at its kernel's line."""
+    err = _refused_as_imported(
+        "built_as_decorator",
+        "import sweeper\n"
+        "def launch(x, config):\n"
+        "    pass\n"
+        "@sweeper.kernel(launch, inputs={'x': 'n'}, outputs=['x'], meta={'BLOCK': 64},\n"
+        "                reference=lambda x: x)\n"
+        "def k():\n"
+        "    pass\n", tmp_path, monkeypatch, write_space, capsys)
+    assert "kernel launch: sweeper.kernel(launch, ...) is the kernel itself, not a " \
+           "decorator, so it takes no function 'k' under it; allowed: launch = " \
+           "sweeper.kernel(launch, ...), or @sweeper.kernel(...) without the launch over " \
+           "the launch function (at built_as_decorator.py:4: " in err, err
+
+
 def test_a_triton_kernel_given_as_the_launch_is_refused_where_it_is_declared(
         tmp_path, monkeypatch, write_space, capsys):
     """``@sweeper.kernel`` stacked on ``@triton.jit`` made the jitted function the launch,
     which crashed every config (it cannot take ``config``) and wrote a study of failures;
     now the space is refused at its kernel's line, saying what the launch should be."""
-    (tmp_path / "jit_as_launch.py").write_text(
+    err = _refused_as_imported(
+        "jit_as_launch",
         "import triton\n"
         "import triton.language as tl\n"
         "import sweeper\n"
@@ -504,20 +543,11 @@ def test_a_triton_kernel_given_as_the_launch_is_refused_where_it_is_declared(
         "                reference=lambda x: x)\n"
         "@triton.jit\n"
         "def k(x, n, BLOCK: tl.constexpr):\n"
-        "    pass\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    space = write_space(TINY.format(study="jit", kernel="jit_as_launch:k"))
-    studies = tmp_path / "studies"
-    rc = main(["run", str(space), "--device", "interpret", "--studies-dir", str(studies),
-               "--quiet"])
-    out, err = capsys.readouterr()
-    assert rc == 2 and out == "" and "Traceback" not in err, err
-    assert err.startswith(f"{space}:2: kernel: cannot load kernel 'jit_as_launch:k'"), err
+        "    pass\n", tmp_path, monkeypatch, write_space, capsys)
     assert "kernel k: the launch is the Triton kernel k itself (" in err
     assert "); give a Python function of the tensors by name and config that launches it: " \
            "def k(x, config): k[(config.grid,)](x, ..., num_warps=config.num_warps, " \
            "**config.meta) (at jit_as_launch.py:4: " in err
-    assert not studies.exists()
 
 
 def test_a_config_the_declarations_refuse_turns_down_is_skipped_by_the_kernel(

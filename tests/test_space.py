@@ -121,6 +121,18 @@ BAD = [
      "gp"),
     ("kernel: copy\nsampler: TPE\nparams: {}\n", 2,     # another case is the likeliest slip
      "cmaes, or package.module:attr for your own; did you mean 'tpe'?"),
+    # Kernel Tuner's names: its strategies, and block_size_x, which reads like a tile
+    ("kernel: copy\nsampler: brute_force\nparams: {}\n", 2,
+     "cmaes, or package.module:attr for your own; did you mean 'exhaustive'?"),
+    ("kernel: copy\nsampler: bayes_opt\nparams: {}\n", 2, "; did you mean 'gp'?"),
+    ("kernel: copy\nsampler: random_sample\nparams: {}\n", 2, "; did you mean 'random'?"),
+    ("kernel: copy\nparams:\n  block_size_x: [128]\n", 3, "unknown key 'block_size_x'; "
+     "known: grid, block, dtype, footprint, cache, n, BLOCK; did you mean 'block'? (Kernel "
+     "Tuner's block_size_x is sweeper's block)"),
+    ("kernel: copy\nparams:\n  BLOCK: [256]\nconstraints: ['BLOCK >= block_size_x']\n", 4,
+     "unknown name 'block_size_x' in 'BLOCK >= block_size_x'; known: BLOCK, block, footprint, "
+     "grid, itemsize, l2_bytes, n, sms; did you mean 'block'? (Kernel Tuner's block_size_x "
+     "is sweeper's block)"),
     ("kernel: mykern.axpy\nparams: {}\n", 1, "unknown kernel 'mykern.axpy'; known: copy, "
      "add, matmul, scale, copy-strided, softmax, torch-op, cuda, or package.module:attr for "
      "your own; did you mean 'mykern:axpy'?"),                 # a dot where the colon goes

@@ -651,6 +651,24 @@ def test_a_cuda_kernel_whose_file_is_gone_is_warned_of_once_as_unchecked(
         assert tuned("cuda", **asked).stale
 
 
+def test_a_cuda_kernels_tuned_line_names_its_block_without_triton_s_warps(
+        tmp_path, monkeypatch, capsys):
+    """A CUDA C kernel's block is the ``blockDim.x`` it is launched with; ``num_warps``
+    is what a Triton launch is given, and nothing a CUDA C launch reads."""
+    from sweeper.cli import main
+    from tests.test_cuda_kernel import _cuda_replay_study
+
+    assert main(_cuda_replay_study(tmp_path)) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
+    capsys.readouterr()
+    assert main(["tuned", "cuda", "--footprint", "4KiB", "--gpu", "replay: NVIDIA H200",
+                 "--tuning", "tuning.json"]) == 0
+    line = capsys.readouterr().out
+    assert re.search(r" block=\d+ VEC=4; tuned at ", line), line
+    assert "num_warps" not in line
+
+
 def test_a_torch_op_is_hashed_from_its_op_as_a_run_hashes_it():
     from sweeper.kernels import load_kernel, source_hash_now
 

@@ -70,10 +70,20 @@ def closest(word: str, known: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
+#: What Kernel Tuner names the way sweeper names otherwise, where spelling alone would
+#: not lead there (``block_size_x`` reads as close to a ``tile_size_x``): its name ->
+#: sweeper's.
+KERNEL_TUNER_NAMES = {"block_size_x": "block"}
+
+
 def did_you_mean(word: str, known: Iterable[str]) -> str:
     """``"; did you mean 'float32'?"`` where ``word`` is close to one of ``known``
-    (:func:`closest`), else ``""``: a hint to append to an error that lists what is
-    allowed."""
+    (:func:`closest`), or is Kernel Tuner's name for one (:data:`KERNEL_TUNER_NAMES`),
+    else ``""``: a hint to append to an error that lists what is allowed."""
+    known = list(known)
+    ours = KERNEL_TUNER_NAMES.get(word)
+    if ours in known:
+        return f"; did you mean {ours!r}? (Kernel Tuner's {word} is sweeper's {ours})"
     name = closest(word, known)
     return f"; did you mean {name!r}?" if name is not None else ""
 

@@ -34,11 +34,14 @@ from sweeper.ceilings import cache_root
 from sweeper.core import Config
 from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import (
+    FLAT_DEFINES,
     Arg,
     absent_includes,
     cache_key,
     instantiation,
     int_overflow,
+    launch_values_problem,
+    meta_problem,
     nvrtc_options,
     parse_args,
     sources,
@@ -231,30 +234,47 @@ class CudaLaunch:
         return None if not unpassed else (f"tensor {unpassed[0]!r} is not passed to the "
                                           f"entry; args: {', '.join(self.raw_args)}")
 
+    def meta_problem(self, meta: Sequence[str]) -> tuple[str, str] | None:
+        """The first of the meta-parameters ``meta`` that no axis may be named, and why
+        (:func:`~sweeper.kernels._cuda_spec.meta_problem`: ``block_size_x`` and ``DTYPE``,
+        which every compile defines itself), or ``None``."""
+        return next(((name, why) for name in meta if (why := meta_problem(name)) is not None),
+                    None)
+
     def values_problem(self, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
-        """``("args", why)`` where an integer argument takes a value its type does not
-        hold at some of a space's ``values`` (each axis's constant values, ``itemsize``'s,
-        the dtypes' names for a ``DTYPE`` argument), or a literal does
+        """``("params.block_size_y", why)`` where Kernel Tuner's ``block_size_y`` or
+        ``block_size_z`` takes a value other than 1, which a 1-D launch cannot honour
+        (:func:`~sweeper.kernels._cuda_spec.launch_values_problem`); ``("args", why)``
+        where an integer argument takes a value its type does not hold at some of a
+        space's ``values`` (each axis's constant values, ``itemsize``'s, the dtypes' names
+        for a ``DTYPE`` argument), or a literal does
         (:func:`~sweeper.kernels._cuda_spec.int_overflow`)."""
+        tall = launch_values_problem(values)
+        if tall is not None:
+            return f"params.{tall[0]}", tall[1]
         found = int_overflow(self.raw_args, values)
         return None if found is None else ("args", found[1])
 
     @property
     def reads(self) -> frozenset[str]:
-        """The axes the arguments' values come from: each name passed, and ``footprint``
-        where ``n`` is (a footprint alone gives ``n``)."""
+        """The axes :meth:`config_problem` reads: each name the arguments pass,
+        ``footprint`` where ``n`` is (a footprint alone gives ``n``), and Kernel Tuner's
+        ``block_size_y`` and ``block_size_z``."""
         names = {Arg.read(a).name for a in self.raw_args}
-        return frozenset(names | ({"footprint"} if "n" in names else set()))
+        return frozenset(names | ({"footprint"} if "n" in names else set()) |
+                         set(FLAT_DEFINES))
 
     def config_problem(self, config: Config) -> tuple[str, str] | None:
         """The argument that takes a value its integer type does not hold at ``config``
-        (its problem's dimensions, ``n``, its meta-parameters), and why, or ``None``: what
-        a run asks of every config where an axis is an expression that
+        (its problem's dimensions, ``n``, its meta-parameters), or the ``block_size_y``
+        or ``block_size_z`` above 1 that a 1-D launch cannot honour, and why, or
+        ``None``: what a run asks of every config where an axis is an expression that
         :meth:`values_problem` could not see."""
         values: dict[str, list[int | str]] = {
             "n": [config.problem.n], **{k: [v] for k, v in config.problem.dims},
             **{k: [v] for k, v in config.meta.items()}, "dtype": [config.problem.dtype]}
-        return int_overflow(self.raw_args, values, "at this config")
+        return launch_values_problem(values) or \
+            int_overflow(self.raw_args, values, "at this config")
 
     def kernel_source(self) -> str:
         """The source and every file it includes (:meth:`files`), what a study's source

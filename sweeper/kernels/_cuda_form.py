@@ -28,15 +28,17 @@ from typing import Any, ClassVar
 
 from sweeper import plugins
 from sweeper.core import DTYPES, Config, Problem, parse
-from sweeper.core._units import did_you_mean, unknown_name, zip_members
+from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
-from sweeper.kernels._base import Kernel, MetaParam, OptionError
+from sweeper.escape import cut
+from sweeper.kernels._base import Headline, Kernel, MetaParam, OptionError
 from sweeper.kernels._cuda_build import CudaLaunch
 from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
     DEFINE,
     DTYPE_DEFINE,
     IDENTIFIER,
+    NUMBER,
     Arg,
     active_code,
     code_only,
@@ -59,7 +61,12 @@ from sweeper.kernels._own_modules import (
     user_module_root,
 )
 from sweeper.kernels._short import _count, refused
-from sweeper.kernels._short_form import Declaration, _counted, cannot_take_config
+from sweeper.kernels._short_form import (
+    Declaration,
+    _counted,
+    cannot_take_config,
+    tolerance_pair,
+)
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
 
 #: A ``__global__`` function's name, for the list of those a file declares.
@@ -70,7 +77,7 @@ GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\
 DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
-    "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict}
+    "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict}
 
 
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
@@ -126,10 +133,13 @@ class CudaDeclaration(Kernel):
                  "{rowwise: ...}",
         "refuse": "module:function or file.py:function, called with each config: None to "
                   "run it, else why the kernel cannot",
+        "tolerance": "(rtol, atol) by dtype the outputs are checked at ({float32: [1e-4, "
+                     "1e-3]}); default torch.testing.assert_close's",
+        "headline": "the rate reports lead with: gbps (default) or tflops (needs flops)",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model",
-         "refuse"})
+         "refuse", "tolerance", "headline"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -202,7 +212,8 @@ class CudaDeclaration(Kernel):
         if key in ("reference", "refuse"):
             return _reference_problem(value, imports, key)
         checks: dict[str, Callable[[str], str | None]] = {
-            "source": _source_problem, "entry": _entry_problem, "template": _template_problem}
+            "source": _source_problem, "entry": _entry_problem, "template": _template_problem,
+            "headline": _headline_problem}
         return checks[key](value) if key in checks else None
 
     @classmethod
@@ -218,6 +229,9 @@ class CudaDeclaration(Kernel):
         if problem is not None:                 # read once here, kept by the launch
             raise OptionError("source", problem)
         meta = _meta_names(options, params)
+        reserved = launch.meta_problem(meta)
+        if reserved is not None:                # sweeper's own define: at the axis
+            raise OptionError(_axis_path(params, reserved[0]), reserved[1])
         inputs, outputs = _tensors(options)
         dims = json.loads(options["dims"]) if "dims" in options else None
         names = list(dims or ["n"])
@@ -226,6 +240,11 @@ class CudaDeclaration(Kernel):
             if "model" in options else None
         _check_counts(options, names)
         _check_tensors(options, inputs, outputs, names)
+        tolerance = _tolerance(options)
+        if options.get("headline") == Headline.TFLOPS and "flops" not in options:
+            raise OptionError("headline", "tflops is flops over the median, and the kernel "
+                              "declares no flops; allowed: gbps, or tflops beside flops: "
+                              "FLOPs one launch does, over the dimensions (2 * M * N * K)")
         wrong = launch.args_problem((*inputs, *(outputs if isinstance(outputs, dict) else ())),
                                     names, meta)
         if wrong is not None:                   # at args, before build's
@@ -239,7 +258,8 @@ class CudaDeclaration(Kernel):
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
-                model=model, refuse=Refuse(options["refuse"]) if "refuse" in options else None)
+                tolerance=tolerance, headline=options.get("headline"), model=model,
+                refuse=Refuse(options["refuse"]) if "refuse" in options else None)
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
@@ -395,6 +415,32 @@ def _tensors(options: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]
     inputs, outputs = json.loads(options["inputs"]), json.loads(options["outputs"])
     return {k: spec(v) for k, v in inputs.items()}, \
         {k: spec(v) for k, v in outputs.items()} if isinstance(outputs, dict) else outputs
+
+
+def _tolerance(options: Mapping[str, str]) -> dict[str, tuple[float, float]] | None:
+    """The ``tolerance`` option, ``{dtype: [rtol, atol]}``, as the short form's
+    ``tolerance=`` reads it (a key any spelling of a dtype, each a pair of numbers >= 0,
+    written as YAML reads ``1e-4``, a string, too); an :class:`OptionError` at the entry
+    that is none.  Kernel Tuner's ``atol``: a sum over a long loop (a matmul's K of 4096
+    in float32) lands further from torch's than ``assert_close``'s float32 default
+    allows, and would fail every config."""
+    if "tolerance" not in options:
+        return None
+    out = {}
+    for key, pair in json.loads(options["tolerance"]).items():
+        dtype = canonical_dtype(key)
+        if dtype is None:
+            raise OptionError(f"tolerance.{key}", f"{cut(repr(key), 60)} is not a dtype; "
+                              f"allowed: {', '.join(DTYPES)}{did_you_mean(key, DTYPES)}")
+        if isinstance(pair, list):          # YAML 1.1 reads 1e-4 as a string
+            pair = [float(v) if isinstance(v, str) and NUMBER.fullmatch(v.strip()) else v
+                    for v in pair]
+        read = tolerance_pair(pair)
+        if read is None:
+            raise OptionError(f"tolerance.{key}", f"{cut(repr(pair), 60)} is no tolerance; "
+                              "allowed: [rtol, atol], two numbers >= 0 (e.g. [1e-3, 1e-5])")
+        out[dtype] = read
+    return out
 
 
 def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
@@ -675,6 +721,12 @@ def _compiled_code(path: Path, files: Mapping[Path, str],
         todo += [next((f for f in include_paths(file, name, path.resolve().parent)
                        if f in files), file) for name in included(files[file], out[file])]
     return out
+
+
+def _headline_problem(value: str) -> str | None:
+    allowed = [h.value for h in Headline]
+    return None if value in allowed else \
+        f"{cut(repr(value), 60)} is no headline; allowed: {', '.join(allowed)}"
 
 
 def _template_problem(value: str) -> str | None:

@@ -12,6 +12,11 @@ of the space and Kernel Tuner kernels compile unchanged:
 - ``block_size_x``: the block, ``blockDim.x`` of the launch (Kernel Tuner's name);
 - ``DTYPE``: the C type of the problem's dtype (``float``, ``__half``, ``__nv_bfloat16``
   ...), so a kernel written over ``DTYPE`` runs at every dtype the space sweeps.
+
+Those two are sweeper's, so no axis may take their names (:func:`meta_problem`).  A launch
+is 1-D, its blocks and its grid in x alone: a kernel that Kernel Tuner launches with
+``block_size_y`` or ``block_size_z`` above 1 (or a grid in y) runs here only once indexed
+in x (:func:`launch_values_problem`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ C_TYPES = {"float64": "double", "float32": "float", "float16": "__half",
 DTYPE_DEFINE = "DTYPE"
 #: The define that carries the block (Kernel Tuner's name for ``blockDim.x``).
 BLOCK_DEFINE = "block_size_x"
+#: Kernel Tuner's names for ``blockDim.y`` and ``blockDim.z``, which a launch of sweeper's
+#: holds at 1: its blocks are 1-D.
+FLAT_DEFINES = {"block_size_y": "y", "block_size_z": "z"}
 #: How a scalar argument may be typed (``n:int64``, ``0.5:float32``, ``0.5:DTYPE``).
 SCALAR_TYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64", DTYPE_DEFINE)
 #: ``#include "file"`` or ``#include <file>``: a file of the kernel's own where NVRTC
@@ -243,6 +251,43 @@ def int_overflow(raw: Sequence[str], values: Mapping[str, Iterable[int | str]],
             taken = f"is {out}" if literal else f"reaches {out} {where}"
             return name, (f"argument {name!r} is passed {how}, which holds {bound}, and "
                           f"{taken}; allowed: {allowed}")
+    return None
+
+
+def meta_problem(name: str) -> str | None:
+    """Why no meta-parameter may be named ``name``, or ``None``: sweeper defines
+    ``block_size_x`` (the block) and ``DTYPE`` (the dtype's C type) itself at every
+    compile, in place of a meta-parameter's define of that name, so such an axis would
+    change nothing, its configs repeating one another under labels never launched."""
+    if name == BLOCK_DEFINE:
+        return (f"sweeper defines {BLOCK_DEFINE} itself, as each launch's block (blockDim.x), "
+                f"so its own -D{BLOCK_DEFINE} would be replaced and its configs repeat one "
+                "another; allowed: the block sizes as the launch axis block (block: [64, "
+                f"128, 256]: Kernel Tuner's {BLOCK_DEFINE})")
+    if name == DTYPE_DEFINE:
+        return (f"sweeper defines {DTYPE_DEFINE} itself, as the C type of the problem's dtype "
+                f"(-D{DTYPE_DEFINE}=float), so its own -D{DTYPE_DEFINE} would be replaced and "
+                "its configs repeat one another; allowed: the dtypes as the problem axis "
+                "dtype (dtype: [float32, float16])")
+    return None
+
+
+def launch_values_problem(values: Mapping[str, Iterable[int | str]]) -> tuple[str, str] | None:
+    """The first axis of Kernel Tuner's ``block_size_y`` or ``block_size_z`` that takes a
+    value other than 1 among ``values`` (each axis's constant values), and why, or
+    ``None``: a launch's blocks are 1-D (``blockDim.y`` = ``blockDim.z`` = 1), so a kernel
+    compiled for taller blocks would run with ``threadIdx.y`` = 0, computing another
+    thing than its config names (a wrong answer at every config, or a right one at a
+    speed that is not that config's)."""
+    for name, axis in FLAT_DEFINES.items():
+        tall = next((v for v in values.get(name, ()) if isinstance(v, int) and v != 1), None)
+        if tall is not None:
+            return name, (
+                f"{name}={tall}, but sweeper launches a cuda kernel's blocks in x alone "
+                f"(blockDim.{axis} = 1, threadIdx.{axis} = 0), where Kernel Tuner's {name} is "
+                f"blockDim.{axis}; allowed: 1, or a kernel indexed in x, its threads all in "
+                f"block (a block of W × H threads as block: W * H, with threadIdx.x % W and "
+                f"threadIdx.x / W for its x and y)")
     return None
 
 

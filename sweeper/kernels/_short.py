@@ -120,7 +120,13 @@ class ShortKernel(Kernel):
     #: ``model:`` option): what :meth:`model` answers; ``None``: no guess.
     declared_model: ClassVar[DeclaredModel | None] = None
 
-    def __init__(self) -> None:
+    def __init__(self, *decorated: object) -> None:
+        if decorated:       # @sweeper.kernel(launch, ...) over a def: the kernel is built
+            raise SweeperError(
+                f"kernel {self.name}: sweeper.kernel(launch, ...) is the kernel itself, "
+                f"not a decorator, so it takes no function {_named(decorated[0])} under it; "
+                f"allowed: {self.name} = sweeper.kernel(launch, ...), or @sweeper.kernel(...) "
+                "without the launch over the launch function")
         self.config: Config | None = None          # the last launch's: the re-launch's
         #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them; or
         #: how it failed (it, or the launch asked for its arguments)
@@ -323,6 +329,12 @@ class ShortKernel(Kernel):
         except OSError:                 # gone since it was read: its source names it
             compiled = ()
         return module + imported + compiled
+
+
+def _named(thing: object) -> str:
+    """``'vadd'`` for a function, else what the thing is."""
+    name = getattr(thing, "__name__", None)
+    return repr(name) if isinstance(name, str) else type(thing).__name__
 
 
 def refuse_launch_args(kernel: str, plan: Plan, tensors: Sequence[str], dims: Sequence[str],

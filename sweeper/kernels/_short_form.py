@@ -95,6 +95,10 @@ class Declaration:
             refuse_launch_args(name, plan, (*plan.inputs, *(
                 n for n, spec in plan.outputs.items() if spec is not None)),
                 tuple(attrs["dims"]), tuple(attrs["meta_params"]))
+        reserved = getattr(launch, "meta_problem", None)     # sweeper.cuda's defines
+        found = reserved(tuple(attrs["meta_params"])) if callable(reserved) else None
+        if found is not None:
+            raise SweeperError(f"kernel {name}: meta: {found[0]}: {found[1]}")
         if self.baseline is not None and not callable(self.baseline):
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
@@ -439,13 +443,21 @@ def _tolerances(kernel: str, raw: Mapping[Any, Any] | None) -> dict[str, tuple[f
         if dtype is None:
             raise SweeperError(f"kernel {kernel}: tolerance: {key!r} is not a dtype; allowed: "
                                f"{', '.join(DTYPES)}{did_you_mean(str(key), DTYPES)}")
-        if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
-                isinstance(t, numbers.Real) and not isinstance(t, bool) and float(t) >= 0
-                for t in pair)):
+        read = tolerance_pair(pair)
+        if read is None:
             raise SweeperError(f"kernel {kernel}: tolerance[{key!r}] = {pair!r}; give "
                                "(rtol, atol), two numbers >= 0 (e.g. (1e-3, 1e-5))"[:300])
-        out[dtype] = (float(pair[0]), float(pair[1]))
+        out[dtype] = read
     return out
+
+
+def tolerance_pair(pair: object) -> tuple[float, float] | None:
+    """``pair`` as ``(rtol, atol)`` where it is two real numbers >= 0, else ``None``."""
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(
+            isinstance(t, numbers.Real) and not isinstance(t, bool) and float(t) >= 0
+            for t in pair)):
+        return None
+    return float(pair[0]), float(pair[1])
 
 
 def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]

@@ -440,7 +440,7 @@ class _Parser:
         """The kernel's declaration checked against the axes' constant values, each
         dtype's ``itemsize`` and the dtypes' names (``Kernel.values_problem``: each
         setting of a declared model must be at least its least at each), its error at the
-        option it names."""
+        option it names, or at the axis (``params.NAME``) whose values it refuses."""
         values: dict[str, list[int | str]] = {
             a.name: [v.constant for v in a.values if type(v.constant) is int]
             for a in axes if a.name not in TEXT_AXES}
@@ -448,8 +448,14 @@ class _Parser:
         values["itemsize"] = sorted({DTYPES[d] for d in dtypes})
         values["dtype"] = list(dtypes)
         problem = self.kernel_cls.values_problem(values)
-        if problem is not None:
-            raise self.error(f"kernel.{problem[0]}", problem[1])
+        if problem is None:
+            return
+        key, message = problem
+        axis = next((a for a in axes if key == f"params.{a.name}"), None)
+        if axis is not None:                    # an axis: where it was written, zipped too
+            o = axis.origin
+            raise SpaceError(message, file=o.file, line=o.line, path=o.path)
+        raise self.error(key if key.startswith("params.") else f"kernel.{key}", message)
 
     def size(self, axes: list[Axis]) -> None:
         """Refuse a space of more than :data:`MAX_CONFIGS` configs, counted before any is
