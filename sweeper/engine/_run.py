@@ -737,7 +737,8 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
     moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
     the workers, else one started with the sweep where every config compiles, else once a
     trial compiled a binary this machine had not compiled before; elsewhere none, and
-    asking for some is refused."""
+    asking for some is refused; none either for a kernel in ``__main__``, which no
+    compile process can import."""
     from sweeper.kernels._binaries import Binaries, space_binaries
     from sweeper.kernels._precompile import Target
     from sweeper.plan import costs_key
@@ -747,8 +748,18 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
     target = device.compile_target()
     if target is None:
         if asked:
-            raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
-                               "compiles nothing for a GPU; leave the option out")
+            raise SweeperError(f"{given('compile_workers', asked)}: the {device.name} "
+                               "device compiles nothing for a GPU; leave the option out")
+        return CompileOptions()
+    if space.kernel.partition(":")[0] == "__main__":
+        # a compile process imports the kernel by its name, and a notebook's or a
+        # script's __main__ is not its own: each would die loading it, restarted to no end
+        if asked:
+            raise SweeperError(
+                f"{given('compile_workers', asked)}: kernel {space.kernel} is defined in "
+                "__main__ (a notebook or a script), which compile processes cannot "
+                "import: leave the option out (each config compiles as it first runs), or "
+                "put the kernel in a module and name it as module:attr")
         return CompileOptions()
     @functools.cache
     def binaries() -> Binaries:
