@@ -658,6 +658,25 @@ def test_run_takes_every_option_of_the_command(tmp_path, capsys):
     assert list(study.path.glob("heatmaps/*.svg"))
 
 
+def test_what_the_engine_says_deep_in_a_run_names_keywords_not_flags(tmp_path, capsys):
+    """Messages made far below ``sweeper.run`` (the compile pool's options, the stop after
+    configs that all failed alike) name what a notebook passes: ``compile_workers=2``,
+    ``force=True``, never ``--compile-workers 2`` or ``--force``."""
+    with pytest.raises(SweeperError, match=r"^compile_workers=2: the interpret device "
+                       "compiles nothing for a GPU; leave the option out$"):
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path, compile_workers=2)
+    failing = {**TINY, "kernel": "tests.kernels_for_tests:CopiesZeros",
+               "params": {**TINY["params"], "block": [32, 64, 128, 256, 512, 1024]}}
+    study = sweeper.run(failing, device="interpret", studies_dir=tmp_path, report=False,
+                        gpu_check="off")
+    out = capsys.readouterr().out
+    assert "stopped: the first 5 configs all failed alike" in out
+    assert "fix it and run again (with force=True: a study refuses a changed kernel or " \
+        "space without it)" in out
+    assert "--force" not in out
+    assert set(study.trials_dataframe().status) == {"wrong_answer"}
+
+
 #: A short kernel whose Triton function is made when its module is imported, as a
 #: notebook's own module (or cell) makes it.
 GPU_MADE = '''
