@@ -241,3 +241,47 @@ def test_a_kernel_in_main_is_compiled_by_no_compile_process(write_space):
             r"^compile_workers=2: kernel __main__:scale is defined in __main__ \(a notebook "
             r"or a script\), which compile processes cannot import: leave the option out")):
         _compile_ahead(2, gpu, 1, started, in_main)
+
+
+BREAKS_CELL = """
+import sweeper
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 256}, grid=1,
+                reference=lambda x: x * 0.5)
+def scale(x, config):
+    if config.meta["BLOCK"] > 256:
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    x.mul_(0.5)
+"""
+
+
+def test_a_trial_that_breaks_the_cuda_context_stops_a_kernel_in_main_saying_why(
+        notebook, tmp_path, monkeypatch, capsys):
+    """A trial that leaves the CUDA context unusable hands the rest of a sweep to worker
+    processes, which cannot import a notebook's kernel: each died loading it, and the
+    call ended in "the worker for GPU 0 did not start", after saying that the sweep went
+    on in them.  It stops instead, in one line saying what is kept and what to do."""
+    from sweeper.devices._interpret import InterpretDevice
+    from sweeper.errors import SweeperError
+    from sweeper.store import StudyStore
+
+    monkeypatch.setattr(InterpretDevice, "healthy", lambda self: False)
+    notebook.run(BREAKS_CELL)
+    space = {"kernel": "__main__:scale", "sampler": "exhaustive",
+             "params": {"BLOCK": [256, 1024, 2048], "n": [1024]},
+             "measure": {"warmup": 1, "repeat": 3}}
+    with pytest.raises(SweeperError) as raised:
+        sweeper.run(space, device="interpret", studies_dir=tmp_path, quiet=True,
+                    report=False, gpu_check="off")
+    study = tmp_path / "scale-interpret"
+    assert str(raised.value) == (
+        "trial #1: RuntimeError: CUDA error: an illegal memory access was encountered (it "
+        "left the CUDA context unusable; the sweep stopped); recorded as crashed in "
+        f"{study / 'trials.jsonl'}, with every trial before it; kernel __main__:scale is "
+        "defined in __main__ (a notebook or a script), which worker processes cannot "
+        "import, so the sweep cannot go on in them: restart the process (a notebook's "
+        "kernel), whose CUDA context is lost, and run the same call again (that config is "
+        "not measured again), or put the kernel in a module and name it as module:attr")
+    assert "worker" not in capsys.readouterr().err
+    assert [t.status.value for t in StudyStore(study).records()[0]] == ["ok", "crashed"]

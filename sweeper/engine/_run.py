@@ -202,6 +202,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                              gpus, ahead, reporter, clock=clock, check=check,
                              sampling=sampling)
         except ContextLost as lost:
+            if type(kernel).__module__ == "__main__":
+                raise _lost_in_main(lost, space.kernel, store) from None
             # the rest of the sweep in worker processes, each with a CUDA context of its
             # own, in this same command or API call; the study resumes from its journal,
             # and the crashed trial is never proposed again
@@ -727,6 +729,20 @@ def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread |
     thread = threading.Thread(target=imports, name="sweeper-report-imports", daemon=True)
     thread.start()
     return thread
+
+
+def _lost_in_main(lost: ContextLost, name: str, store: Storage) -> SweeperError:
+    """Why a sweep of a kernel defined in ``__main__`` (a notebook, a script) stops where
+    a trial left this process's CUDA context unusable: the rest would go to worker
+    processes, which cannot import it (each died loading it), and nothing more runs here;
+    what is kept, and how to go on."""
+    return SweeperError(
+        f"trial #{lost.number}: {lost.reason}; recorded as crashed in {store.location}, "
+        f"with every trial before it; kernel {name} is defined in __main__ (a notebook or "
+        "a script), which worker processes cannot import, so the sweep cannot go on in "
+        "them: restart the process (a notebook's kernel), whose CUDA context is lost, and "
+        "run the same call again (that config is not measured again), or put the kernel "
+        "in a module and name it as module:attr")
 
 
 def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead,
