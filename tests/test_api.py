@@ -677,6 +677,26 @@ def test_what_the_engine_says_deep_in_a_run_names_keywords_not_flags(tmp_path, c
     assert set(study.trials_dataframe().status) == {"wrong_answer"}
 
 
+def test_a_run_and_an_optuna_export_leave_optunas_verbosity_as_they_found_it(tmp_path):
+    """A sweep quiets Optuna for its own studies, and so does an export to Optuna, through
+    ``optuna.logging.set_verbosity``, which is the whole process's: a notebook's own Optuna
+    studies fell silent (or logged anew, where it had quieted them itself) for the rest of
+    the session."""
+    import optuna
+
+    before = optuna.logging.get_verbosity()
+    try:
+        for level in (optuna.logging.DEBUG, optuna.logging.ERROR):
+            optuna.logging.set_verbosity(level)
+            study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                                studies_dir=tmp_path / str(level), quiet=True, report=False)
+            assert optuna.logging.get_verbosity() == level
+            study.export(tmp_path / f"optuna-{level}.log", format="optuna")
+            assert optuna.logging.get_verbosity() == level
+    finally:
+        optuna.logging.set_verbosity(before)
+
+
 #: A short kernel whose Triton function is made when its module is imported, as a
 #: notebook's own module (or cell) makes it.
 GPU_MADE = '''

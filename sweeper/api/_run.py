@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper._environ import environ_kept
+from sweeper._environ import environ_kept, optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
 from sweeper.api._study import Study
 from sweeper.core._spelling import entry
@@ -85,7 +85,9 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     sweep's depths, naming the study that keeps every finished trial (the same call
     resumes it) (:func:`aborted_line`).  The
     variables a device sets for its run (the interpreter's ``TRITON_INTERPRET=1``) are put
-    back as they were when it returns, so the caller's later kernels are not interpreted."""
+    back as they were when it returns, so the caller's later kernels are not interpreted,
+    and so is Optuna's verbosity, which the sweep lowers for its own studies, so the
+    caller's Optuna studies log as before."""
     device = _device(device)
     source = _source(space, params, allow_path)
     options = RunOptions(
@@ -107,7 +109,8 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         command=f"sweeper.run({source.path if source.text else repr(source.path)}, "
                 f"device={device!r})")
     try:
-        with warnings.catch_warnings(), _environment_kept(device):
+        with warnings.catch_warnings(), _environment_kept(device), \
+                optuna_verbosity_kept():
             # Optuna imports tqdm.auto, which in a notebook without ipywidgets tells the
             # user to install them for tqdm's bars; sweeper draws none (its own bar needs
             # no ipywidgets), so that red notice would only mislead
