@@ -697,6 +697,28 @@ def test_a_run_and_an_optuna_export_leave_optunas_verbosity_as_they_found_it(tmp
         optuna.logging.set_verbosity(before)
 
 
+def test_a_report_leaves_the_notebooks_matplotlib_as_it_found_it(tmp_path):
+    """A notebook shows its plots through its own backend (inline); the report switched
+    the whole process to Agg, so after ``sweeper.run`` or ``Study.report()`` the
+    notebook's next plot was no longer shown.  The report draws figures of its own,
+    through no pyplot state and no backend of the process's."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    before = matplotlib.get_backend()
+    matplotlib.use("pdf")              # stands for a notebook's inline backend
+    figures = plt.get_fignums()
+    try:
+        study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                            studies_dir=tmp_path, quiet=True)
+        assert list(study.path.glob("heatmaps/*.png"))
+        assert matplotlib.get_backend() == "pdf" and plt.get_fignums() == figures
+        study.report()
+        assert matplotlib.get_backend() == "pdf" and plt.get_fignums() == figures
+    finally:
+        matplotlib.use(before)
+
+
 #: A short kernel whose Triton function is made when its module is imported, as a
 #: notebook's own module (or cell) makes it.
 GPU_MADE = '''

@@ -722,9 +722,9 @@ def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread |
     def imports() -> None:
         with contextlib.suppress(Exception):   # the report says what is missing, itself
             from sweeper.report import write_report  # noqa: F401
-            from sweeper.report._draw import pyplot
+            from sweeper.report._draw import matplotlib_imported
 
-            pyplot()
+            matplotlib_imported()
 
     thread = threading.Thread(target=imports, name="sweeper-report-imports", daemon=True)
     thread.start()
