@@ -285,3 +285,24 @@ def test_a_trial_that_breaks_the_cuda_context_stops_a_kernel_in_main_saying_why(
         "not measured again), or put the kernel in a module and name it as module:attr")
     assert "worker" not in capsys.readouterr().err
     assert [t.status.value for t in StudyStore(study).records()[0]] == ["ok", "crashed"]
+
+
+def test_a_notebook_kernel_made_for_a_gpu_is_refused_saying_how_to_set_the_interpreter(
+        tmp_path, monkeypatch):
+    """A notebook whose ``@triton.jit`` function was made before the interpreter was
+    chosen is refused, saying exactly what to set where ("set it" named nothing)."""
+    from sweeper.errors import SweeperError
+
+    monkeypatch.setenv("TRITON_INTERPRET", "0")            # as a fresh notebook has it
+    book = Notebook()
+    monkeypatch.setitem(sys.modules, "__main__", book.main)
+    book.run(KERNEL_CELL.format(a=0.5, twice=2))
+    book.run(DECLARE_CELL)
+    with pytest.raises(SweeperError, match=r"^kernel __main__:scale: __main__\.twice "
+                       r"is a @triton.jit function made for a GPU .*; restart "
+                       r"the process \(a notebook's kernel\) and set TRITON_INTERPRET=1 "
+                       r"before importing triton: os\.environ\[\"TRITON_INTERPRET\"\] = "
+                       r"\"1\" first in a notebook, TRITON_INTERPRET=1 python script\.py for "
+                       r"a script$"):
+        sweeper.run(SPACE, device="interpret", studies_dir=tmp_path / "studies", quiet=True)
+    assert not (tmp_path / "studies").exists()

@@ -178,8 +178,10 @@ def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) 
         return
     compiled = _compiled_for_gpu(sys.modules.get(module))
     if compiled:
-        fix = ("restart the process (a notebook's kernel) and set it before importing "
-               "triton" if module == "__main__" else
+        fix = ("restart the process (a notebook's kernel) and set TRITON_INTERPRET=1 "
+               "before importing triton: os.environ[\"TRITON_INTERPRET\"] = \"1\" first in "
+               "a notebook, TRITON_INTERPRET=1 python script.py for a script"
+               if module == "__main__" else
                f"restart the process (a notebook's kernel) and run before importing {module}, "
                f"or pass {given('workers', 'process')} (a worker imports it afresh)")
         raise SweeperError(
