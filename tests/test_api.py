@@ -602,7 +602,7 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
                            studies_dir=s), "sweeper.run() takes no keyword 'devcie'; allowed: "
      "space, device, studies_dir, study, trials, time, params, force, quiet, report, "
      "priors, allow_path, gpus, storage, gpu_check, gpu_check_target, workers, "
-     "compile_workers, svg, timing; did you mean 'device'?"),
+     "compile_workers, svg, timing, debug; did you mean 'device'?"),
     (lambda s: sweeper.load_study("x", studies=s), "sweeper.load_study() takes no keyword "
      "'studies'; allowed: study, storage, studies_dir; did you mean 'studies_dir'?"),
     (lambda s: sweeper.tuned("copy", dtyp="float32"), "sweeper.tuned() takes no keyword "
@@ -717,6 +717,30 @@ def test_a_report_leaves_the_notebooks_matplotlib_as_it_found_it(tmp_path):
         assert matplotlib.get_backend() == "pdf" and plt.get_fignums() == figures
     finally:
         matplotlib.use(before)
+
+
+def test_debug_shows_each_failed_trials_traceback_as_the_commands_flag_does(
+        tmp_path, capsys, monkeypatch):
+    """``sweeper --debug run`` prints a failed trial's traceback; from Python there was no
+    way to see one but setting an undocumented variable.  ``debug=True`` does, for this
+    call only."""
+    import os
+
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    space = {**TINY, "kernel": "tests.kernels_for_tests:RaisesOnBigBlock",
+             "params": {**TINY["params"], "BLOCK": [256, 1024]}}
+    options: dict[str, Any] = {"device": "interpret", "quiet": True, "report": False,
+                               "gpu_check": "off"}
+    sweeper.run(space, studies_dir=tmp_path / "a", **options)
+    assert "Traceback" not in capsys.readouterr().err
+    study = sweeper.run(space, studies_dir=tmp_path / "b", debug=True, **options)
+    err = capsys.readouterr().err
+    assert err.count("Traceback (most recent call last)") == 2       # block 32 and 64
+    assert "RuntimeError: BLOCK=1024 is too big for this test" in err
+    assert "SWEEPER_DEBUG" not in os.environ
+    assert study.trials_dataframe().status.value_counts()["crashed"] == 2
+    with pytest.raises(SweeperError, match=r"^debug: 'yes' is not True or False$"):
+        sweeper.run(space, studies_dir=tmp_path / "c", debug="yes", **options)
 
 
 #: A short kernel whose Triton function is made when its module is imported, as a
