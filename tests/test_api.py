@@ -743,6 +743,33 @@ def test_debug_shows_each_failed_trials_traceback_as_the_commands_flag_does(
         sweeper.run(space, studies_dir=tmp_path / "c", debug="yes", **options)
 
 
+def test_a_dict_space_changed_since_its_study_is_refused_naming_keys_not_yaml_lines(
+        tmp_path):
+    """A notebook edits its space dict and runs again: the refusal names what changed by
+    its key path (``params.BLOCK``), as a dict's errors do; it named a line of the YAML
+    the dict was dumped to, which the user never saw (``the space's line 12``)."""
+    import copy
+
+    options: dict[str, Any] = {"device": "interpret", "studies_dir": tmp_path,
+                               "quiet": True, "report": False, "gpu_check": "off"}
+    sweeper.run(TINY, **options)
+    edited = copy.deepcopy(TINY)
+    edited["params"]["BLOCK"] = [256, 512]
+    edited["measure"] = {"warmup": 1}
+    with pytest.raises(StudyError, match=re.escape(
+            "cannot resume, it was measured with other settings (the space's "
+            "params.BLOCK: [256] -> [256, 512]; measure.repeat: 3 -> (none)); rerun with "
+            "force=True to keep its trials and add new ones to them, or with study='NEW' "
+            "to start a new study")):
+        sweeper.run(edited, **options)
+    text = yaml.safe_dump({**TINY, "study": "text"}, default_flow_style=None,
+                          sort_keys=False)               # YAML text: its own lines
+    sweeper.run(text, **options)
+    with pytest.raises(StudyError, match=re.escape(
+            "(the space's line 7: 'BLOCK: [256]' -> 'BLOCK: [256, 512]')")):
+        sweeper.run(text.replace("BLOCK: [256]", "BLOCK: [256, 512]"), **options)
+
+
 #: A short kernel whose Triton function is made when its module is imported, as a
 #: notebook's own module (or cell) makes it.
 GPU_MADE = '''

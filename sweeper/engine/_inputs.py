@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from sweeper.core._model import DICT
 from sweeper.core._spelling import given, option
-from sweeper.engine._options import DICT, SpaceSource
+from sweeper.engine._options import SpaceSource
 from sweeper.errors import NoDeviceError, SweeperError
 
 
