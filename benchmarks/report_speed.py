@@ -135,7 +135,7 @@ def pools(table: str, space: str, state: str, repeat: int) -> None:
         assert sweeper(["run", space, "--device", f"replay:{table}", "--quiet",
                         "--no-report", "--studies-dir", tmp, "--study", "bench"]) == 0
         figures = _figures.report_figures(study_tables(StudyStore(Path(tmp) / "bench")))
-        _draw.pyplot()
+        _draw.matplotlib_imported()
         out = Path(tmp) / "pictures"
 
         def start(size: int) -> None:

@@ -404,6 +404,57 @@ def text_changes(old: str, new: str, most: int = 3) -> list[str]:
     return out
 
 
+def key_changes(old: str, new: str, most: int = 3) -> list[str]:
+    """``params.BLOCK: [256] -> [256, 512]`` for each value that changed in the YAML of a
+    space given as a dict (:attr:`Space.keyed`), whose lines the caller never saw,
+    ``most`` at most, then how many more; none where the dict's own YAML is unchanged or
+    unreadable (then :func:`text_changes` places the change, in a file it extends)."""
+    import yaml
+
+    try:
+        was, now_ = (yaml.safe_load(_own_text(text)) for text in (old, new))
+    except yaml.YAMLError:
+        return []
+    found = list(_changed(was, now_, ""))
+    out = [f"{path or 'the whole space'}: {a} -> {b}" for path, a, b in found[:most]]
+    if len(found) > most:
+        out.append(f"and {counted(len(found) - most, 'more change')}")
+    return out
+
+
+def _own_text(text: str) -> str:
+    """A space's own YAML: its text before the first file it extends (marked)."""
+    lines = text.splitlines()
+    cut_at = next((i for i, line in enumerate(lines) if extended_file(line) is not None),
+                  len(lines))
+    return "\n".join(lines[:cut_at])
+
+
+def _changed(was: Any, now_: Any, path: str) -> Iterator[tuple[str, str, str]]:
+    """Each key path under which ``was`` and ``now_`` (parsed YAML) differ, with the
+    value each holds there, shown in one line (``(none)`` where one lacks the key)."""
+    if isinstance(was, dict) and isinstance(now_, dict):
+        for key in dict.fromkeys([*was, *now_]):
+            at = f"{path}.{key}" if path else str(key)
+            if key not in was or key not in now_:
+                yield at, _value(was.get(key, _NONE)), _value(now_.get(key, _NONE))
+            else:
+                yield from _changed(was[key], now_[key], at)
+    elif was != now_:
+        yield path, _value(was), _value(now_)
+
+
+#: A key a dict does not hold, shown as ``(none)``.
+_NONE = object()
+
+
+def _value(value: Any) -> str:
+    """A parsed YAML value in one line, at most 80 characters."""
+    import json
+
+    return "(none)" if value is _NONE else cut(json.dumps(value, default=str), 80)
+
+
 def _said(lines: list[str]) -> list[str]:
     """``lines`` of YAML without their comments, blank lines and spacing (a ``#`` in a
     quoted value is taken for a comment too: a stretch so taken for comments alone is
@@ -423,7 +474,7 @@ def _placed(lines: list[str], at: int) -> str:
 
 
 def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space_text: str,
-                   new_configs: bool | None = None) -> str:
+                   new_configs: bool | None = None, *, keyed: bool = False) -> str:
     """Why a study whose fingerprint differs from this run's is not resumed, and the ways
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
@@ -446,7 +497,9 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
                 f"{ways}")
     recorded = meta.get("space_text")
     if isinstance(recorded, str):
-        lines = text_changes(recorded, space_text)
+        # a dict's change by its keys (:func:`key_changes`), a file's by its lines
+        lines = (key_changes(recorded, space_text) if keyed else []) or \
+            text_changes(recorded, space_text)
         if lines:     # the space's own lines, where its hash says only that they differ
             changed = [f"the space's {'; '.join(lines)}" if c.startswith(
                 "space_content:") else c for c in changed]
@@ -598,7 +651,7 @@ def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, for
     if changed and not force:
         raise StudyError(resume_refused(
             store.root, changed, meta, space.text,
-            None if facts is None else measures_new(store, space, facts)))
+            None if facts is None else measures_new(store, space, facts), keyed=space.keyed))
     return changed
 
 

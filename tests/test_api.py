@@ -602,7 +602,7 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
                            studies_dir=s), "sweeper.run() takes no keyword 'devcie'; allowed: "
      "space, device, studies_dir, study, trials, time, params, force, quiet, report, "
      "priors, allow_path, gpus, storage, gpu_check, gpu_check_target, workers, "
-     "compile_workers, svg, timing; did you mean 'device'?"),
+     "compile_workers, svg, timing, debug; did you mean 'device'?"),
     (lambda s: sweeper.load_study("x", studies=s), "sweeper.load_study() takes no keyword "
      "'studies'; allowed: study, storage, studies_dir; did you mean 'studies_dir'?"),
     (lambda s: sweeper.tuned("copy", dtyp="float32"), "sweeper.tuned() takes no keyword "
@@ -656,6 +656,118 @@ def test_run_takes_every_option_of_the_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "coordinator per trial (ms)" in out            # --timing's lines
     assert list(study.path.glob("heatmaps/*.svg"))
+
+
+def test_what_the_engine_says_deep_in_a_run_names_keywords_not_flags(tmp_path, capsys):
+    """Messages made far below ``sweeper.run`` (the compile pool's options, the stop after
+    configs that all failed alike) name what a notebook passes: ``compile_workers=2``,
+    ``force=True``, never ``--compile-workers 2`` or ``--force``."""
+    with pytest.raises(SweeperError, match=r"^compile_workers=2: the interpret device "
+                       "compiles nothing for a GPU; leave the option out$"):
+        sweeper.run(TINY, device="interpret", studies_dir=tmp_path, compile_workers=2)
+    failing = {**TINY, "kernel": "tests.kernels_for_tests:CopiesZeros",
+               "params": {**TINY["params"], "block": [32, 64, 128, 256, 512, 1024]}}
+    study = sweeper.run(failing, device="interpret", studies_dir=tmp_path, report=False,
+                        gpu_check="off")
+    out = capsys.readouterr().out
+    assert "stopped: the first 5 configs all failed alike" in out
+    assert "fix it and run again (with force=True: a study refuses a changed kernel or " \
+        "space without it)" in out
+    assert "--force" not in out
+    assert set(study.trials_dataframe().status) == {"wrong_answer"}
+
+
+def test_a_run_and_an_optuna_export_leave_optunas_verbosity_as_they_found_it(tmp_path):
+    """A sweep quiets Optuna for its own studies, and so does an export to Optuna, through
+    ``optuna.logging.set_verbosity``, which is the whole process's: a notebook's own Optuna
+    studies fell silent (or logged anew, where it had quieted them itself) for the rest of
+    the session."""
+    import optuna
+
+    before = optuna.logging.get_verbosity()
+    try:
+        for level in (optuna.logging.DEBUG, optuna.logging.ERROR):
+            optuna.logging.set_verbosity(level)
+            study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                                studies_dir=tmp_path / str(level), quiet=True, report=False)
+            assert optuna.logging.get_verbosity() == level
+            study.export(tmp_path / f"optuna-{level}.log", format="optuna")
+            assert optuna.logging.get_verbosity() == level
+    finally:
+        optuna.logging.set_verbosity(before)
+
+
+def test_a_report_leaves_the_notebooks_matplotlib_as_it_found_it(tmp_path):
+    """A notebook shows its plots through its own backend (inline); the report switched
+    the whole process to Agg, so after ``sweeper.run`` or ``Study.report()`` the
+    notebook's next plot was no longer shown.  The report draws figures of its own,
+    through no pyplot state and no backend of the process's."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    before = matplotlib.get_backend()
+    matplotlib.use("pdf")              # stands for a notebook's inline backend
+    figures = plt.get_fignums()
+    try:
+        study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}",
+                            studies_dir=tmp_path, quiet=True)
+        assert list(study.path.glob("heatmaps/*.png"))
+        assert matplotlib.get_backend() == "pdf" and plt.get_fignums() == figures
+        study.report()
+        assert matplotlib.get_backend() == "pdf" and plt.get_fignums() == figures
+    finally:
+        matplotlib.use(before)
+
+
+def test_debug_shows_each_failed_trials_traceback_as_the_commands_flag_does(
+        tmp_path, capsys, monkeypatch):
+    """``sweeper --debug run`` prints a failed trial's traceback; from Python there was no
+    way to see one but setting an undocumented variable.  ``debug=True`` does, for this
+    call only."""
+    import os
+
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    space = {**TINY, "kernel": "tests.kernels_for_tests:RaisesOnBigBlock",
+             "params": {**TINY["params"], "BLOCK": [256, 1024]}}
+    options: dict[str, Any] = {"device": "interpret", "quiet": True, "report": False,
+                               "gpu_check": "off"}
+    sweeper.run(space, studies_dir=tmp_path / "a", **options)
+    assert "Traceback" not in capsys.readouterr().err
+    study = sweeper.run(space, studies_dir=tmp_path / "b", debug=True, **options)
+    err = capsys.readouterr().err
+    assert err.count("Traceback (most recent call last)") == 2       # block 32 and 64
+    assert "RuntimeError: BLOCK=1024 is too big for this test" in err
+    assert "SWEEPER_DEBUG" not in os.environ
+    assert study.trials_dataframe().status.value_counts()["crashed"] == 2
+    with pytest.raises(SweeperError, match=r"^debug: 'yes' is not True or False$"):
+        sweeper.run(space, studies_dir=tmp_path / "c", debug="yes", **options)
+
+
+def test_a_dict_space_changed_since_its_study_is_refused_naming_keys_not_yaml_lines(
+        tmp_path):
+    """A notebook edits its space dict and runs again: the refusal names what changed by
+    its key path (``params.BLOCK``), as a dict's errors do; it named a line of the YAML
+    the dict was dumped to, which the user never saw (``the space's line 12``)."""
+    import copy
+
+    options: dict[str, Any] = {"device": "interpret", "studies_dir": tmp_path,
+                               "quiet": True, "report": False, "gpu_check": "off"}
+    sweeper.run(TINY, **options)
+    edited = copy.deepcopy(TINY)
+    edited["params"]["BLOCK"] = [256, 512]
+    edited["measure"] = {"warmup": 1}
+    with pytest.raises(StudyError, match=re.escape(
+            "cannot resume, it was measured with other settings (the space's "
+            "params.BLOCK: [256] -> [256, 512]; measure.repeat: 3 -> (none)); rerun with "
+            "force=True to keep its trials and add new ones to them, or with study='NEW' "
+            "to start a new study")):
+        sweeper.run(edited, **options)
+    text = yaml.safe_dump({**TINY, "study": "text"}, default_flow_style=None,
+                          sort_keys=False)               # YAML text: its own lines
+    sweeper.run(text, **options)
+    with pytest.raises(StudyError, match=re.escape(
+            "(the space's line 7: 'BLOCK: [256]' -> 'BLOCK: [256, 512]')")):
+        sweeper.run(text.replace("BLOCK: [256]", "BLOCK: [256, 512]"), **options)
 
 
 #: A short kernel whose Triton function is made when its module is imported, as a

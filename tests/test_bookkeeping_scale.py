@@ -179,7 +179,7 @@ def test_a_map_of_thousands_of_columns_is_drawn_within_the_widest_size_without_c
     import numpy as np
     import pandas as pd
 
-    from sweeper.report._draw import MAX_TICKS, MAX_WIDTH, heatmap_figure, pyplot
+    from sweeper.report._draw import MAX_TICKS, MAX_WIDTH, heatmap_figure
     from sweeper.report._heatmaps import HeatmapData
 
     grids = [str(g) for g in range(1, 2001)]
@@ -193,4 +193,3 @@ def test_a_map_of_thousands_of_columns_is_drawn_within_the_widest_size_without_c
     assert fig.get_size_inches()[0] <= MAX_WIDTH
     assert not ax.texts                          # no text in 12,000 cells
     assert len(ax.get_xticks()) <= MAX_TICKS
-    pyplot().close(fig)

@@ -581,7 +581,7 @@ def test_a_report_draws_no_picture_past_its_deadline(tmp_path, monkeypatch):
 
     now = [0.0]
     monkeypatch.setattr(_figures.time, "perf_counter", lambda: now[0])
-    monkeypatch.setattr(_figures._draw, "pyplot", lambda: None)
+    monkeypatch.setattr(_figures._draw, "matplotlib_imported", lambda: None)
 
     def drawn(job):                               # each picture takes a second
         figure, paths = job
@@ -613,14 +613,15 @@ def test_a_deadline_too_close_for_a_first_picture_starts_none(tmp_path, monkeypa
     now = [10.0]
     monkeypatch.setattr(_figures.time, "perf_counter", lambda: now[0])
     started = []
-    monkeypatch.setattr(_figures._draw, "pyplot", lambda: started.append("pyplot"))
+    monkeypatch.setattr(_figures._draw, "matplotlib_imported",
+                        lambda: started.append("imports"))
     monkeypatch.setattr(_figures, "_draw_all", lambda *a, **k: started.append("draw") or [])
     folder = tmp_path / "heatmaps"
     figures = [_figures.Figure(stem, str, (stem,)) for stem in "ab"]
     shown = _figures.render(figures, folder, deadline=now[0] + _figures.FIRST_PICTURE_S / 2)
     assert shown.left == ("a", "b") and shown.images == [] and started == []
     shown = _figures.render(figures, folder, deadline=now[0] + _figures.FIRST_PICTURE_S * 2)
-    assert started == ["pyplot", "draw"]
+    assert started == ["imports", "draw"]
 
 
 def test_a_report_past_the_time_budget_leaves_its_pictures_to_sweeper_report(

@@ -16,13 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper._environ import environ_kept
+from sweeper._environ import environ_kept, optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
 from sweeper.api._study import Study
 from sweeper.core._spelling import entry
 from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
-from sweeper.errors import SpaceError, SweeperError
+from sweeper.errors import DEBUG_ENV, SpaceError, SweeperError
 from sweeper.escape import cut
 from sweeper.interrupt import Aborted, Terminated
 from sweeper.options import (
@@ -53,7 +53,7 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         storage: str | None = None, gpu_check: str = "first",
         gpu_check_target: str = GPU_CHECK_TARGET, workers: str | None = None,
         compile_workers: int | str | None = None, svg: bool = False,
-        timing: bool = False) -> Study:
+        timing: bool = False, debug: bool = False) -> Study:
     """Sweep ``space`` as ``sweeper run`` does and return its :class:`Study`.
 
     ``space``: a space file's path; YAML text (a string holding a newline or starting with
@@ -74,7 +74,9 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     ``off``), ``gpu_check_target`` (``--gpu-check-target``: ``"sm_90"``), ``workers``
     (``--workers``: ``"process"`` or ``"inline"``), ``compile_workers``
     (``--compile-workers``: a count, or ``"auto"``), ``svg`` (``--svg``), ``timing``
-    (``--timing``) and ``allow_path`` (a folder or a list of them).  A value of a type the
+    (``--timing``), ``debug`` (``sweeper --debug``: each failed trial's traceback on
+    standard error as it fails, a worker process's too; a study records only its reason)
+    and ``allow_path`` (a folder or a list of them).  A value of a type the
     command could not have been given (``device=None``, ``force="no"``) is refused like
     a bad value, with a :class:`~sweeper.errors.SweeperError`; every error names the
     keywords, never the command's flags (``study``, ``force=True``:
@@ -85,9 +87,12 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     sweep's depths, naming the study that keeps every finished trial (the same call
     resumes it) (:func:`aborted_line`).  The
     variables a device sets for its run (the interpreter's ``TRITON_INTERPRET=1``) are put
-    back as they were when it returns, so the caller's later kernels are not interpreted."""
+    back as they were when it returns, so the caller's later kernels are not interpreted,
+    and so is Optuna's verbosity, which the sweep lowers for its own studies, so the
+    caller's Optuna studies log as before."""
     device = _device(device)
     source = _source(space, params, allow_path)
+    tracebacks = {DEBUG_ENV: "1"} if flag("debug", debug) else {}
     options = RunOptions(
         space=source, device=device, study=study,
         studies_dir=folder("studies_dir", studies_dir),
@@ -107,7 +112,8 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         command=f"sweeper.run({source.path if source.text else repr(source.path)}, "
                 f"device={device!r})")
     try:
-        with warnings.catch_warnings(), _environment_kept(device):
+        with warnings.catch_warnings(), _environment_kept(device), \
+                optuna_verbosity_kept(), environ_kept([DEBUG_ENV], **tracebacks):
             # Optuna imports tqdm.auto, which in a notebook without ipywidgets tells the
             # user to install them for tqdm's bars; sweeper draws none (its own bar needs
             # no ipywidgets), so that red notice would only mislead

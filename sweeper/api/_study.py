@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper._environ import optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, refuse
 from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
@@ -146,7 +147,9 @@ class Study:
         from sweeper.interop import export
 
         where = None if target is None else folder("target", target)
-        return export(self.storage, format, where, replace=flag("replace", replace)).target
+        with optuna_verbosity_kept():       # an Optuna export quiets Optuna's own logs
+            return export(self.storage, format, where,
+                          replace=flag("replace", replace)).target
 
     def __repr__(self) -> str:
         if isinstance(self.storage, StudyStore):

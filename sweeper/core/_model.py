@@ -66,6 +66,10 @@ class AxisRole(enum.Enum):
 
 
 LAUNCH_AXES = ("grid", "block")
+#: The pseudo file names a space given as text (``sweeper.run``'s YAML string) and as a
+#: dict is called in errors; a dict's YAML is none the caller wrote, so messages name
+#: its keys, never its lines.
+STRING, DICT = "<string>", "<dict>"
 #: The threads a program may have: num_warps × 32, 1 to 32 warps.
 BLOCKS = (32, 64, 128, 256, 512, 1024)
 #: The threads a program may have, as a message says what is allowed.
@@ -374,6 +378,12 @@ class Space:
     kernel_options: tuple[tuple[str, str], ...] = ()
     #: the kernel's dimensions and how they and the footprint follow from each other
     shape: Shape = field(default_factory=default_shape)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the space was given as a dict (:data:`DICT`): its text is YAML dumped
+        from it, whose lines the caller never saw, so a message names its keys."""
+        return self.path == DICT
 
     @property
     def sizes(self) -> tuple[str, ...]:

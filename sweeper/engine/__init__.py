@@ -8,8 +8,9 @@ call it, so a sweep from a shell and one from a notebook check, measure, record 
 report alike; ``sweeper worker`` builds a :class:`WorkerOptions` and calls
 :func:`run_worker`.  Importing this package imports no torch, triton, optuna or pandas."""
 
+from sweeper.core._model import DICT, STRING
 from sweeper.engine._inputs import kernel_for, space_and_device
-from sweeper.engine._options import DICT, STRING, RunOptions, SpaceSource
+from sweeper.engine._options import RunOptions, SpaceSource
 from sweeper.engine._run import MAX_RESTARTS, RunResult, report_study, run_sweep
 from sweeper.engine._worker import WorkerOptions, run_worker
 

@@ -8,8 +8,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from sweeper.core._model import DICT
 from sweeper.core._spelling import given, option
-from sweeper.engine._options import DICT, SpaceSource
+from sweeper.engine._options import SpaceSource
 from sweeper.errors import NoDeviceError, SweeperError
 
 
@@ -178,8 +179,10 @@ def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) 
         return
     compiled = _compiled_for_gpu(sys.modules.get(module))
     if compiled:
-        fix = ("restart the process (a notebook's kernel) and set it before importing "
-               "triton" if module == "__main__" else
+        fix = ("restart the process (a notebook's kernel) and set TRITON_INTERPRET=1 "
+               "before importing triton: os.environ[\"TRITON_INTERPRET\"] = \"1\" first in "
+               "a notebook, TRITON_INTERPRET=1 python script.py for a script"
+               if module == "__main__" else
                f"restart the process (a notebook's kernel) and run before importing {module}, "
                f"or pass {given('workers', 'process')} (a worker imports it afresh)")
         raise SweeperError(

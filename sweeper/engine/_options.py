@@ -14,9 +14,6 @@ from sweeper.options import GPU_CHECK_TARGET
 if TYPE_CHECKING:
     from sweeper.space import Override
 
-#: The pseudo file names a space given as text is called in errors.
-STRING, DICT = "<string>", "<dict>"
-
 
 @dataclass(frozen=True)
 class SpaceSource:

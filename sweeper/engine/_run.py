@@ -202,6 +202,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                              gpus, ahead, reporter, clock=clock, check=check,
                              sampling=sampling)
         except ContextLost as lost:
+            if type(kernel).__module__ == "__main__":
+                raise _lost_in_main(lost, space.kernel, store) from None
             # the rest of the sweep in worker processes, each with a CUDA context of its
             # own, in this same command or API call; the study resumes from its journal,
             # and the crashed trial is never proposed again
@@ -720,13 +722,27 @@ def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread |
     def imports() -> None:
         with contextlib.suppress(Exception):   # the report says what is missing, itself
             from sweeper.report import write_report  # noqa: F401
-            from sweeper.report._draw import pyplot
+            from sweeper.report._draw import matplotlib_imported
 
-            pyplot()
+            matplotlib_imported()
 
     thread = threading.Thread(target=imports, name="sweeper-report-imports", daemon=True)
     thread.start()
     return thread
+
+
+def _lost_in_main(lost: ContextLost, name: str, store: Storage) -> SweeperError:
+    """Why a sweep of a kernel defined in ``__main__`` (a notebook, a script) stops where
+    a trial left this process's CUDA context unusable: the rest would go to worker
+    processes, which cannot import it (each died loading it), and nothing more runs here;
+    what is kept, and how to go on."""
+    return SweeperError(
+        f"trial #{lost.number}: {lost.reason}; recorded as crashed in {store.location}, "
+        f"with every trial before it; kernel {name} is defined in __main__ (a notebook or "
+        "a script), which worker processes cannot import, so the sweep cannot go on in "
+        "them: restart the process (a notebook's kernel), whose CUDA context is lost, and "
+        "run the same call again (that config is not measured again), or put the kernel "
+        "in a module and name it as module:attr")
 
 
 def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead,
@@ -737,7 +753,8 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
     moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
     the workers, else one started with the sweep where every config compiles, else once a
     trial compiled a binary this machine had not compiled before; elsewhere none, and
-    asking for some is refused."""
+    asking for some is refused; none either for a kernel in ``__main__``, which no
+    compile process can import."""
     from sweeper.kernels._binaries import Binaries, space_binaries
     from sweeper.kernels._precompile import Target
     from sweeper.plan import costs_key
@@ -747,8 +764,18 @@ def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartA
     target = device.compile_target()
     if target is None:
         if asked:
-            raise SweeperError(f"--compile-workers {asked}: the {device.name} device "
-                               "compiles nothing for a GPU; leave the option out")
+            raise SweeperError(f"{given('compile_workers', asked)}: the {device.name} "
+                               "device compiles nothing for a GPU; leave the option out")
+        return CompileOptions()
+    if space.kernel.partition(":")[0] == "__main__":
+        # a compile process imports the kernel by its name, and a notebook's or a
+        # script's __main__ is not its own: each would die loading it, restarted to no end
+        if asked:
+            raise SweeperError(
+                f"{given('compile_workers', asked)}: kernel {space.kernel} is defined in "
+                "__main__ (a notebook or a script), which compile processes cannot "
+                "import: leave the option out (each config compiles as it first runs), or "
+                "put the kernel in a module and name it as module:attr")
         return CompileOptions()
     @functools.cache
     def binaries() -> Binaries:

@@ -431,7 +431,10 @@ class Kernel(abc.ABC):
         """The source whose hash identifies this kernel's version in a study: the class's,
         and the user's own modules its module imports
         (:func:`~sweeper.kernels._own_modules.own_source`), as first read in this process
-        (:func:`as_loaded`)."""
+        (:func:`as_loaded`); of a class in ``__main__`` (a notebook, a script), the code
+        it reaches (:func:`_main_source`)."""
+        if type(self).__module__ == "__main__":
+            return _main_source(type(self))
         return as_loaded(type(self), lambda: inspect.getsource(type(self)) +
                          _own_source(type(self)))
 
@@ -460,9 +463,12 @@ class Kernel(abc.ABC):
     def source_files(self) -> tuple[Path, ...]:
         """The files :meth:`source` is read from, which a sweep watches for an edit while it
         runs (:class:`~sweeper.kernels._watch.SourceWatch`): the class's module and the
-        user's own modules it imports; none where it has no file (a notebook's)."""
+        user's own modules it imports; none where it has no file (a notebook's) or is a
+        script's ``__main__``, whose code no save of its file changes once it runs."""
         from sweeper.kernels._watch import files_of
 
+        if type(self).__module__ == "__main__":
+            return ()
         return _with_own(files_of(type(self)), type(self))
 
 
@@ -518,6 +524,18 @@ def _own_source(cls: type) -> str:
     return source_of(_own_of(cls))
 
 
+def _main_source(cls: type) -> str:
+    """The source of kernel class ``cls`` defined in ``__main__`` (a notebook, a script):
+    the code it reaches (:func:`~sweeper.kernels._reached.reached_source`: its methods,
+    the ``@triton.jit`` functions they launch, the constants they read), not the whole
+    script, whose other code (the sweep's call, the analysis) runs nothing of it.  Read
+    as asked, not as first read: a notebook cell run again redefines a function the
+    class launches by its name, which is then the code that runs."""
+    from sweeper.kernels._reached import reached_source
+
+    return reached_source([cls])
+
+
 def _with_own(files: tuple[Path, ...], cls: type) -> tuple[Path, ...]:
     """``files`` and after them those of the user's own modules ``cls``'s module imports."""
     return files + tuple(path for _, path in _own_of(cls) if path not in files)
@@ -553,6 +571,8 @@ class Builtin(Kernel):
     def source(self) -> str:
         """The Triton bodies, the declaration (the base class ``_declared`` defines) and
         the class itself, as first read in this process (:func:`as_loaded`)."""
+        if type(self).__module__ == "__main__":
+            return _main_source(type(self))
         declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
         parts: tuple[Callable[..., Any], ...] = (*self.bodies, *declared[:1], type(self))
         return as_loaded(type(self), lambda: "".join(map(inspect.getsource, parts)) +
@@ -563,6 +583,8 @@ class Builtin(Kernel):
         user's own modules the class's module imports (a user's subclass of a built-in)."""
         from sweeper.kernels._watch import files_of
 
+        if type(self).__module__ == "__main__":
+            return ()
         declared = [c for c in type(self).__mro__ if c.__module__.endswith("._declared")]
         return _with_own(files_of(*self.bodies, *declared[:1], type(self)), type(self))
 

@@ -139,7 +139,7 @@ class _AsRead:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader \
-                or not spec.origin or _installed(Path(spec.origin).resolve()):
+                or not spec.origin or installed(Path(spec.origin).resolve()):
             return None
         spec.loader = _ReadOnce(name, spec.origin)
         return spec
@@ -257,7 +257,7 @@ def _own_found(module: str, folders: Sequence[str | Path]) -> tuple[str | Path, 
     for base in [*folders, os.getcwd(), *sys.path]:
         found = module_file_in(module, base)
         if found is not None:
-            return None if _installed(Path(found).resolve()) else (base, found)
+            return None if installed(Path(found).resolve()) else (base, found)
     return None
 
 
@@ -278,10 +278,10 @@ def _users(name: str, path: Path, top: str, root: Path) -> bool:
     ``top``, or under ``root`` and not installed."""
     if name.partition(".")[0] == top:
         return True
-    return path.is_relative_to(root) and not _installed(path)
+    return path.is_relative_to(root) and not installed(path)
 
 
-def _installed(path: Path) -> bool:
+def installed(path: Path) -> bool:
     """Whether ``path`` is in an installed package's folder or the standard library's."""
     if _INSTALLED & set(path.parts):
         return True

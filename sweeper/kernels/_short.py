@@ -313,14 +313,18 @@ class ShortKernel(Kernel):
         """The file of the module that declares the launch, those of the user's own
         modules it imports, and a compiled launch's own files (``sweeper.cuda``: the
         source and what it includes, as last read, and where it includes a file that is
-        not there, which is included once written)."""
+        not there, which is included once written).  Not a script's own file: a kernel
+        in ``__main__`` runs the code its process compiled, whatever the file says
+        since, and no other process imports it (its source is what it reaches:
+        :func:`~sweeper.kernels._reached.reached_source`)."""
         import sys
 
         from sweeper.kernels._watch import files_of
 
         launch = self.plan.launch
         own = getattr(launch, "files", None)
-        module = files_of(sys.modules.get(getattr(launch, "__module__", "")))
+        name = getattr(launch, "__module__", "")
+        module = () if name == "__main__" else files_of(sys.modules.get(name))
         imported = self.plan.own_files if module else ()
         absent = getattr(launch, "absent", None)
         try:

@@ -18,11 +18,11 @@ argument, raised when its module is imported (the registry reports it with the p
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import keyword
 import numbers
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -477,49 +477,60 @@ def _source(launch: Callable[..., Any], declared: Declaration
     """What identifies the kernel's version in a study: the source of the module that
     declares it (its Triton code too; as its import read it, where it was imported so:
     :func:`~sweeper.kernels._own_modules.loaded_text`) and of the user's own modules it imports
-    (:func:`~sweeper.kernels._own_modules.own_source`), else the declaration and the
-    launch's code; and after it a compiled launch's own code (``sweeper.cuda``: its
+    (:func:`~sweeper.kernels._own_modules.own_source`); in ``__main__`` (a notebook, a
+    script) or a module without a file, the code the declaration reaches
+    (:func:`_unfiled`); and after it a compiled launch's own code (``sweeper.cuda``: its
     files), read as a study asks for it, so that the text hashed is the one compiled, an
     edit since the kernel was declared too.  And the files of those own modules, found
-    in the same walk of the imports (:attr:`Plan.own_files`, which a sweep watches)."""
+    in the same walk of the imports (:attr:`Plan.own_files`, which a sweep watches):
+    none for ``__main__``, whose code no other process imports and no save of a file
+    changes once it runs.  The code a kernel in ``__main__`` reaches is read as a study
+    asks for it: a notebook cell run again redefines the ``@triton.jit`` function the
+    launch calls by its name, which is then the code that runs."""
     from sweeper.kernels._own_modules import loaded_text, own_modules, source_of
 
     module = sys.modules.get(getattr(launch, "__module__", ""))
     own = getattr(launch, "kernel_source", None)          # a compiled launch's own code
     imported: list[tuple[str, Path]] = []
-    try:
-        head = "" if module is None else loaded_text(module) or inspect.getsource(module)
-    except (OSError, TypeError):                          # a notebook's __main__
-        head = _unfiled(launch, declared)
-    else:
-        file = getattr(module, "__file__", None)
-        if module is not None and head and file:
-            imported = own_modules(module.__name__, file)
-            head += source_of(imported)
-    files = tuple(path for _, path in imported)
-    return ((lambda: head + own()) if callable(own) else head), files
-
-
-#: A memory address in a repr (``<function ref at 0x7f...>``): another in every process.
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-
-def _unfiled(launch: Callable[..., Any], declared: Declaration) -> str:
-    """The version of a kernel declared where no module file holds it (a notebook, a
-    REPL): the declaration as it reads, without the addresses its functions' reprs carry,
-    and the code of the launch and of every function it names (their source where the
-    notebook keeps it, else their bytecode and constants), so that the same cells give
-    the same hash in a new process, and an edited function another."""
-    parts = [_ADDRESS.sub("", repr(declared))]
-    for value in (launch, *(getattr(declared, f.name) for f in fields(declared))):
-        code = getattr(value, "__code__", None)
-        if code is None:
-            continue
+    head: str | Callable[[], str] = ""
+    if module is not None and module.__name__ == "__main__":
+        head = functools.partial(_unfiled, launch, declared)
+    elif module is not None:
         try:
-            parts.append(inspect.getsource(value))
-        except (OSError, TypeError):
-            parts.append(code.co_code.hex() + _ADDRESS.sub("", repr(code.co_consts)))
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+            head = loaded_text(module) or inspect.getsource(module)
+        except (OSError, TypeError):                      # a module without a file
+            head = functools.partial(_unfiled, launch, declared, module.__name__)
+        else:
+            file = getattr(module, "__file__", None)
+            if head and file:
+                imported = own_modules(module.__name__, file)
+                head += source_of(imported)
+    files = tuple(path for _, path in imported)
+    if callable(head) or callable(own):
+        return functools.partial(_joined, head, own), files
+    return head, files
+
+
+def _joined(*parts: str | Callable[[], str] | None) -> str:
+    """The source of a kernel read as a study asks for it: each part's text, a function's
+    as it gives it now."""
+    return "".join(p() if callable(p) else p or "" for p in parts)
+
+
+def _unfiled(launch: Callable[..., Any], declared: Declaration, main: str = "__main__"
+             ) -> str:
+    """The version of a kernel declared in ``__main__`` (a notebook, a REPL, a script) or
+    another module no file holds: the declaration as it reads, without the addresses its
+    functions' reprs carry, and the code its launch and every function it names reach
+    (:func:`~sweeper.kernels._reached.reached_source`: the ``@triton.jit`` function the
+    launch calls, its helpers, the constants they read), so that the same cells give the
+    same hash in a new process, an edit of any of that code another, and an edit of
+    the rest of the notebook or script (the sweep's own call, the analysis) none."""
+    from sweeper.kernels._reached import ADDRESS, reached_source
+
+    roots = [launch, *(getattr(declared, f.name) for f in fields(declared))]
+    text = ADDRESS.sub("", repr(declared)) + "\0" + reached_source(roots, main)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @entry(spelled=False)

@@ -47,7 +47,6 @@ def heatmap_figure(data: HeatmapData) -> Any:
     unit, ``cell_text`` in them (dark on light cells, white on dark ones), cells whose CI
     is wide hatched, the marked cell boxed in red, the caption under the title.  Drawn with
     matplotlib alone: seaborn's heatmap costs an import of scipy and a full extra draw."""
-    plt = pyplot()
     from matplotlib.patches import Rectangle
 
     values = data.values.astype(float)
@@ -58,7 +57,7 @@ def heatmap_figure(data: HeatmapData) -> Any:
     text = np.full(grid.shape, "", dtype=object) if compact else cell_text(data).to_numpy()
     lines = max(str(t).count("\n") + 1 for t in text.ravel())
     height = max(3.5, (0.3 + 0.2 * lines) * values.shape[0] + 2.5)
-    fig, ax = plt.subplots(figsize=(width, height))
+    fig, ax = subplots(figsize=(width, height))
     vmin, vmax = data.scale if data.scale else (None, None)
     mesh = ax.pcolormesh(np.ma.masked_invalid(grid), cmap="viridis", vmin=vmin, vmax=vmax,
                          edgecolors="white", linewidth=0 if compact else 0.5)
@@ -109,21 +108,31 @@ def _luminance(rgba: tuple[float, float, float, float]) -> float:
     return float(linear @ [0.2126, 0.7152, 0.0722])
 
 
-def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend (files only, no display; set once)."""
-    import matplotlib
+def matplotlib_imported() -> None:
+    """Import what drawing takes (matplotlib's figures and the Agg canvas that writes
+    them), so a caller can time it, or have it done before it forks drawing processes.
+    No backend is chosen and pyplot is never imported: a figure made here is a
+    :class:`~matplotlib.figure.Figure` of its own, saved to files, so a notebook's own
+    plots (its inline backend) and figures are as they were after a report."""
+    import matplotlib.backends.backend_agg
+    import matplotlib.figure  # noqa: F401
 
-    if matplotlib.get_backend().lower() != "agg":
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    return plt
+def subplots(*grid: int, figsize: tuple[float, float], **options: Any) -> tuple[Any, Any]:
+    """A figure of ``figsize`` inches on an Agg canvas of its own, and its axes
+    (``fig.subplots(*grid, **options)``), held by no pyplot state: closed by dropping
+    it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(*grid, **options)
 
 
 def save_figure(fig: Any, paths: Sequence[Path]) -> list[Path]:
     """Write ``fig`` to each of ``paths`` in the format its suffix names (each file whole
-    or not at all) and close the figure.  PNGs at :data:`DPI`."""
-    plt = pyplot()
+    or not at all).  PNGs at :data:`DPI`."""
     fig.tight_layout()
     # tight_layout leaves a placeholder layout engine, for which every savefig first lays
     # the whole figure out again (its text measured twice); the layout is done
@@ -132,16 +141,14 @@ def save_figure(fig: Any, paths: Sequence[Path]) -> list[Path]:
         image = io.BytesIO()
         fig.savefig(image, format=path.suffix[1:], dpi=DPI)
         atomic_write(path, image.getvalue())
-    plt.close(fig)
     return list(paths)
 
 
 def effect_figure(effect: Any, title: str, metric: str = "gbps") -> Any:
     """A rate against one axis's values, the median's 95 % CI as a band, baseline marked."""
-    plt = pyplot()
     points = effect.points
     x = np.arange(len(points))
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(points) + 2), 3.6))
+    fig, ax = subplots(figsize=(max(5.0, 0.9 * len(points) + 2), 3.6))
     ax.fill_between(x, points["lo"].astype(float), points["hi"].astype(float), alpha=0.3,
                     label="95% CI of the median")
     ax.plot(x, points["rate"].astype(float), marker="o", label="median")
@@ -162,8 +169,7 @@ CACHE_COLOURS = {"cold": "tab:blue", "warm": "tab:orange"}
 
 def footprint_figure(curve: FootprintCurve) -> Any:
     """The curve as a matplotlib figure: footprint on a log2 axis, the rate from zero."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = subplots(figsize=(7.5, 4.8))
     for cache, sub in curve.points.groupby("cache", sort=True):
         colour = CACHE_COLOURS.get(str(cache))
         rate = sub["rate"].to_numpy(float)
@@ -200,12 +206,11 @@ def roofline_figure(roof: Roofline) -> Any:
     """The roofline as a matplotlib figure: log-log, calibrated roofs solid, physical
     bounds dashed, each placed winner labelled with its % of the roof; winners without
     a place listed in a panel beside it."""
-    plt = pyplot()
     if roof.beside:
-        fig, (ax, side) = plt.subplots(1, 2, figsize=(11.5, 5.5),
+        fig, (ax, side) = subplots(1, 2, figsize=(11.5, 5.5),
                                        gridspec_kw={"width_ratios": [3, 1.4]})
     else:
-        fig, ax = plt.subplots(figsize=(8.5, 5.5))
+        fig, ax = subplots(figsize=(8.5, 5.5))
     x = np.logspace(*_x_range(roof), 200)
     for kind_calibrated in (True, False):
         _draw_roofs(ax, x, [r for r in roof.roofs if r.calibrated == kind_calibrated])

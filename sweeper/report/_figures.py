@@ -114,7 +114,7 @@ def render(figures: Sequence[Figure], directory: Path, formats: Sequence[str] = 
             make_dirs(directory)
             # here, before any drawing process is forked (they inherit it), and timed apart
             start = time.perf_counter()
-            _draw.pyplot()
+            _draw.matplotlib_imported()
             imported_s = time.perf_counter() - start
         drawn = _draw_all(todo, workers, deadline)
     done = set(drawn)

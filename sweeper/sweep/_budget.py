@@ -20,6 +20,7 @@ from collections.abc import Callable
 import optuna
 
 from sweeper.ceilings import Ceilings
+from sweeper.core._spelling import given
 from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import one_line
 from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
@@ -341,8 +342,8 @@ class Budgets:
             first = self.alike[0]
             return (f"{ALIKE_STOP} {len(self.alike)} configs all failed alike "
                     f"({first.status.value}: {reason_line(first)}): the kernel, not a config, "
-                    "is at fault; fix it and run again (with --force: a study refuses "
-                    "a changed kernel or space without it)")
+                    f"is at fault; fix it and run again (with {given('force')}: a study "
+                    "refuses a changed kernel or space without it)")
         return ""
 
     def _shared(self) -> bool:

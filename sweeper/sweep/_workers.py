@@ -251,9 +251,11 @@ class InlineWorker(Worker):
             record = self.bench.trial(job.number, job.choice)
         lost = record.status is TrialStatus.CRASHED and not self.bench.device.healthy()
         if lost:
+            # no worker process can import a kernel in __main__: the engine stops there
+            after = "stopped" if type(self.bench.kernel).__module__ == "__main__" else \
+                "went on in worker processes"
             record = dataclasses.replace(record, reason=(
-                f"{record.reason} (it left the CUDA context unusable; the sweep went "
-                "on in worker processes)"))
+                f"{record.reason} (it left the CUDA context unusable; the sweep {after})"))
         self._outcome = Outcome(record, lost=lost, stamps=self.bench.stamps(got))
 
     def done(self) -> bool:
