@@ -25,7 +25,8 @@ adds the winners of its problems, :func:`merged_section`).  It gives, per GPU:
   best over the problems they were measured on (more problems first); with the
   problem's dims, that shape's dispatch candidates, the first ``k`` (without it, all);
 - ``key``: for ``@triton.autotune(key=...)``, the names autotune accepts: the
-  autotuner's own ``key`` for a kernel declared with ``autotuned=``, else the problem's
+  autotuner's own ``key`` for a kernel declared with ``autotuned=`` (as the study's run
+  imported it, kept in its study.json), else the problem's
   dimensions that are arguments of the Triton function the kernel launches
   (:func:`autotune_key`); ``DIMS``: every dimension of the problem, which
   ``configs(**dims)`` and ``pick(**dims)`` take;
@@ -139,7 +140,8 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     data = data or {"kernel": kernel, "gpus": {}}
     data["kernel_path"] = kernel_path        # two kernels of one name differ by their path
     data["dims"] = _key(won)
-    data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared)
+    data["key"], note = autotune_key(won.meta.kernel, data["dims"], declared,
+                                     won.meta.autotune_key)
     clash = cache_clash(data["gpus"].get(gpu), section)
     if clash is not None:
         raise SweeperError(f"{target}: {clash}; one cache mode per GPU in a module, so that "
@@ -242,20 +244,25 @@ def _key(won: StudyWinners) -> list[str]:
 
 
 def autotune_key(kernel: str, dims: list[str],
-                 declared: type[Kernel] | SweeperError | None = None
-                 ) -> tuple[list[str], str]:
+                 declared: type[Kernel] | SweeperError | None = None,
+                 kept: list[str] | None = None) -> tuple[list[str], str]:
     """The ``key`` ``@triton.autotune`` accepts for a study of ``kernel`` over ``dims``
     (it refuses a name that is no argument of the function), and a note saying what it
     left out, or why it could not tell: the autotuner's own key for a kernel declared
-    with ``autotuned=`` (read from its source, never imported, followed into the module
-    it is imported from); else the dimensions that are arguments of the Triton function
-    it launches (a built-in's bodies; a user kernel's launch as its source shows it);
-    else every dimension, with a note.  Where an ``autotuned=`` could not be read, the
-    note says why and that the key is not the autotuner's.
+    with ``autotuned=``, as the study's run imported it (``kept``: the study's
+    ``autotune_key``; it holds where only running the module resolves the autotuned
+    function), else (a study an older sweeper wrote, or a kernel without an autotuner)
+    read from its source, never imported, followed into the module it is imported from;
+    else the dimensions that are arguments of the Triton function it launches (a
+    built-in's bodies; a user kernel's launch as its source shows it); else every
+    dimension, with a note.  Where an ``autotuned=`` could not be read, the note says
+    why and that the key is not the autotuner's.
     ``declared``: its declaration read already (:func:`~sweeper.export.kernel_declared`),
     else it is read here."""
     from sweeper.plugins import KERNEL, find
 
+    if kept is not None:
+        return list(kept), ""
     declared = kernel_declared(kernel) if declared is None else declared
     if isinstance(declared, SweeperError):
         return dims, f"key lists every dimension: {declared}"

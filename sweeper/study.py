@@ -561,7 +561,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         "finals": finals_wanted(space, device), "axes": axes_of(space),
         "meta_axes": [a.name for a in space.axes if a.role is AxisRole.META],
         "zipped": zipped_json(space), "budgets": [ran_under],
-        **resumed_with(space, device, wanted)})
+        **resumed_with(space, kernel, device, wanted)})
     # again unless created here: another worker may have created it
     forced = [] if created else check_resumable(store, wanted, space, force, table,
                                                 respelled=respelled)
@@ -574,7 +574,7 @@ def open_study(store: Storage, space: Space, kernel: Kernel, device: Device, *,
         store.note_resumed(when, axes_of(space), sampler=sampler_json(space), forced=forced,
                            environment=environment, budget=ran_under, bounds=bounds,
                            finals=finals_wanted(space, device), zipped=zipped_json(space),
-                           **{**resumed_with(space, device, wanted),
+                           **{**resumed_with(space, kernel, device, wanted),
                               **space_file_kept(store.study_meta(), space),
                               **respelled_kept(store.meta(), respelled)})
     return built
@@ -611,12 +611,13 @@ def respelled_kept(meta: Mapping[str, Any], respelled: Respelled
     return {"respelled": {**meta.get("respelled", {}), recorded: now}}
 
 
-def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
+def resumed_with(space: Space, kernel: Kernel, device: Device, wanted: Mapping[str, str]
                  ) -> dict[str, Any]:
     """What a resume records in study.json as the study's own: this run's fingerprint
     (``wanted``), device note (a replay's names its table), space (with its kernel's
     footprint rule, which an export keeps) and measurement, so that the next run is
-    checked against them.
+    checked against them, and the key of the autotuner ``kernel`` is declared with as
+    this run imported it (``None``: it has none), which a triton export keys on.
     A resume is allowed where they match or with ``--force``, which so adopts the new
     settings: the same command run again resumes without it (what it changed is kept in
     ``forced``)."""
@@ -625,6 +626,8 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
             "device_note": device.note, "space_path": space.path,
             "space_folder": space.folder, "space_text": space.text,
             "space_sha256": space.sha256, "footprint_rule": space.shape.footprint.text,
+            "autotune_key": None if getattr(kernel, "autotune_params", None) is None else
+            list(getattr(kernel, "autotune_key", ())),
             "measure": vars(spec), "measure_requested": vars(space.measure),
             "measure_text": spec.describe()}
 

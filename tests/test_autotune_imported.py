@@ -7,10 +7,12 @@ only running the module resolves is named, with where and what to do."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,10 +157,7 @@ def test_run_and_plan_see_the_same_autotuner_and_the_export_keys_on_its_key(
     said = capsys.readouterr()
     assert said.out.rstrip().endswith("configs(k=4) feeds @triton.autotune)"), said
     assert "warning" not in said.err, said.err
-    spec = importlib.util.spec_from_file_location(f"tuned_{uuid.uuid4().hex}", out)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _module(out)
     assert module.key == ["n_elements"] and module.DIMS == ["n_elements", "rows"]
 
 
@@ -226,25 +225,51 @@ def test_the_followed_modules_own_names_are_read_there(package, tmp_path, capsys
         in err, err
 
 
-def test_the_export_says_why_it_keys_every_dimension(package, tmp_path, capsys):
+def _module(path: Path) -> Any:
+    """The module a triton export wrote at ``path``, imported."""
+    spec = importlib.util.spec_from_file_location(f"tuned_{uuid.uuid4().hex}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_export_keys_on_the_autotuner_the_run_imported(package, tmp_path, capsys):
     """A study of a launcher whose autotuned function only running it resolves: ``run``
-    imports it and measures; the export, which reads source only, keys on every
-    dimension and says why, and what to do, rather than blaming an unread launch."""
+    imports it, measures, and keeps the autotuner's key in study.json; the triton
+    export keys on that key (``n_elements``), not on every dimension, though the source
+    does not show the autotuner.  A study an older sweeper wrote keeps none: its export
+    reads the source, keys on every dimension and says why, and what to do, rather than
+    blaming an unread launch."""
     imports, _, _ = UNFOLLOWED["importlib"]
     name = package(imports, "add_kernel")
     studies = tmp_path / "studies"
     assert main(["run", "--from-autotune", f"{name}.kernels:add", "--device", "interpret",
                  "-p", "n_elements=2048", "--studies-dir", str(studies), "--quiet",
                  "--no-report"]) == 0
+    study = studies / "add-interpret" / "study.json"
+    meta = json.loads(study.read_text())
+    assert meta["autotune_key"] == ["n_elements"]
     capsys.readouterr()
+    out = tmp_path / "tuned_add.py"
     assert main(["export", str(studies / "add-interpret"), "--format", "triton", "-o",
-                 str(tmp_path / "tuned_add.py")]) == 0
-    out = capsys.readouterr().out
+                 str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.rstrip().endswith("configs(k=4) feeds @triton.autotune)"), said
+    assert _module(out).key == ["n_elements"]
+
+    del meta["autotune_key"]                        # as an older sweeper wrote it
+    study.write_text(json.dumps(meta))
+    out.unlink()
+    assert main(["export", str(studies / "add-interpret"), "--format", "triton", "-o",
+                 str(out)]) == 0
+    said_then = capsys.readouterr().out
     assert ("; key lists every dimension (n_elements, rows): the @triton.autotune key of "
             f"{name}.kernels:add could not be read from its source (autotuned= at "
-            "kernels.py:") in out, out
+            "kernels.py:") in said_then, said_then
     assert ("for plan to follow it)); pass @triton.autotune its own key in place of the "
-            "module's `key`") in out
+            "module's `key`") in said_then
+    assert _module(out).key == ["n_elements", "rows"]
 
 
 def test_a_jitted_function_imported_from_another_module_gives_the_exports_key(

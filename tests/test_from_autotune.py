@@ -190,6 +190,72 @@ def test_autotuned_must_be_an_autotuner():
                        reference=lambda x: x, grid="n", autotuned=_body)
 
 
+#: Functions ``autotuned=`` may wrongly name, each with what importing it binds: a
+#: ``@triton.jit`` one (interpreted, as the device ``interpret`` sets), one
+#: ``@triton.heuristics`` wraps, and a plain ``def``.
+NOT_AUTOTUNED = {
+    "jit": ("@triton.jit\n", "InterpretedFunction"),
+    "heuristics": ("@triton.heuristics({'BLOCK': lambda args: 64})\n@triton.jit\n",
+                   "Heuristics"),
+    "plain": ("", "function"),
+}
+
+
+@pytest.mark.parametrize("where", ["same module", "imported"])
+@pytest.mark.parametrize(("decorators", "kind"), NOT_AUTOTUNED.values(), ids=NOT_AUTOTUNED)
+def test_plan_refuses_a_function_no_autotune_decorates_as_run_does(
+        tmp_path, monkeypatch, capsys, where, decorators, kind):
+    """``autotuned=body`` where ``body``'s source shows no ``@triton.autotune``: ``plan``,
+    which imports nothing, refuses the file in the words ``run`` refuses it with once it
+    has imported the module (the kind of object ``body`` is, named), not that the value
+    is not a literal, whether ``body`` is defined beside the declaration or imported."""
+    import uuid
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    body = (f"import triton\nimport triton.language as tl\n\n\n{decorators}"
+            "def body(x, n, BLOCK: tl.constexpr):\n    pass\n")
+    name = f"notautotuned_{uuid.uuid4().hex[:8]}"
+    declared = ("import sweeper\n{imports}\n\nK = sweeper.kernel(lambda x, config: None, "
+                "name='k', inputs={{'x': 'n'}}, outputs=['x'], reference=lambda x: x, "
+                "grid='n', autotuned=body)\n")
+    if where == "imported":
+        (tmp_path / f"{name}_lib.py").write_text(body)
+        (tmp_path / f"{name}.py").write_text(declared.format(
+            imports=f"from {name}_lib import body"))
+    else:
+        (tmp_path / f"{name}.py").write_text(body + "\n\n" + declared.format(imports=""))
+    said = []
+    try:
+        for command in ("plan", "run"):
+            assert main([command, "--from-autotune", f"{name}:K", "--device", "interpret",
+                         "--studies-dir", str(tmp_path / "studies")]) == 2
+            said.append(capsys.readouterr().err)
+    finally:
+        for module in (name, f"{name}_lib"):
+            sys.modules.pop(module, None)
+    assert said[0] == said[1], said
+    assert f"raised SweeperError: kernel k: autotuned= is {kind}, not a @triton.autotune(" \
+        "configs=..., key=...) kernel (at " in said[0] and said[0].count("\n") == 1, said[0]
+    assert not (tmp_path / "studies").exists()
+
+
+def test_a_function_plan_cannot_tell_is_named_where_it_is_defined(tmp_path, monkeypatch,
+                                                                  capsys):
+    """``autotuned=body`` where a decorator only running the module resolves makes
+    ``body``: plan names ``body`` and where it is defined, as it names one in another
+    module, not that the value is not a literal."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cached.py").write_text(
+        "import functools\nimport sweeper\n\n\n@functools.cache\ndef body(x, n):\n"
+        "    pass\n\n\nK = sweeper.kernel(lambda x, config: None, name='k', inputs={'x': "
+        "'n'}, outputs=['x'], reference=lambda x: x, grid='n', autotuned=body)\n")
+    assert main(["plan", "--from-autotune", "cached:K", "--device", "interpret"]) == 2
+    assert "(autotuned= at cached.py:10 (body at cached.py:6 is no @triton.autotune(...) " \
+        "function its source shows))" in capsys.readouterr().err
+    assert "cached" not in sys.modules
+
+
 def test_problems_the_interpreter_shrinks_are_named_and_measured_once(tmp_path, capsys):
     """The issue's ``-p n_elements=4096,1048576`` (and a non-power of two): the run says
     what each problem became, 1048576 merges into 4096 and is measured once, 1000000

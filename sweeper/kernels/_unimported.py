@@ -906,7 +906,9 @@ class _Reader:
         the ``triton.autotune(...)(fn)`` call it is), in the module that binds it (a name
         imported from another is followed there, :meth:`resolve`, as running the module
         would import it), and whether it gives a ``post_hook`` (refused as the imported
-        declaration refuses it); a literal as it is."""
+        declaration refuses it); a literal as it is, and a ``def`` no autotune decorates
+        as the kind of object its decorators make of it (:func:`_made_by`), which the
+        declaration refuses in the words it refuses the imported one with."""
         reader = self
         if isinstance(node, (ast.Name, ast.Attribute)):
             found = self.resolve(node)           # followed into the module that binds it
@@ -927,7 +929,10 @@ class _Reader:
                                            k.arg == "post_hook" for k in call.keywords))
         if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set)):
             return reader.read(node)        # no autotuner: refused as importing refuses it
-        if reader is not self:
+        made = _made_by(node) if isinstance(node, ast.FunctionDef) else None
+        if made is not None:                # a @triton.jit one: refused as importing refuses it
+            return made
+        if reader is not self or isinstance(node, ast.FunctionDef):
             raise NotLiteral(f"{_function(node)} at {reader.where(node)} is no "
                              "@triton.autotune(...) function its source shows")
         raise NotLiteral
@@ -1023,6 +1028,28 @@ class _Shown:
 
     def __repr__(self) -> str:
         return self.text
+
+
+#: The values of ``TRITON_INTERPRET`` under which ``triton.jit`` makes an
+#: ``InterpretedFunction`` (Triton reads them without regard to case).
+INTERPRETS = ("1", "true", "on", "yes", "y")
+
+
+def _made_by(node: ast.FunctionDef) -> Any:
+    """A stand-in of the kind of object running ``def`` ``node`` binds its name to, where
+    its source tells, for a declaration to refuse by its type's name as it refuses the
+    object itself: a function where nothing decorates it; ``triton.jit``'s
+    ``JITFunction`` (under Triton's interpreter, ``TRITON_INTERPRET``, set for ``plan`` as
+    for ``run`` by the device, its ``InterpretedFunction``) or ``triton.heuristics``'s
+    ``Heuristics``, as its outermost decorator is; ``None`` where another decorator
+    makes what only running it tells."""
+    interprets = os.environ.get("TRITON_INTERPRET", "").lower() in INTERPRETS
+    kinds = {"jit": "InterpretedFunction" if interprets else "JITFunction",
+             "heuristics": "Heuristics"}
+    outer = node.decorator_list[0] if node.decorator_list else None
+    kind = "function" if outer is None else \
+        kinds.get(_last_name(outer.func if isinstance(outer, ast.Call) else outer) or "")
+    return None if kind is None else type(kind, (), {})()
 
 
 def _function(node: ast.AST) -> str:

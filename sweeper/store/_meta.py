@@ -40,7 +40,8 @@ class RunBudget:
 class StudyMeta:
     """What a study recorded about itself: its name and kernel, the command it was
     created with, the space file of its latest run and how that measured (``measure``, as
-    the device resolved it, and ``measure_text``), the sampler, the device's environment
+    the device resolved it, and ``measure_text``), its kernel's footprint rule and
+    autotuner's key as that run had them, the sampler, the device's environment
     and the latest run's fingerprint, the GPU's bounds and ceilings, the space's axes
     (widened by each resume) and which of them are meta-parameters, when it was resumed
     (and with ``--force``), the budgets each run was given and how its last run went."""
@@ -71,6 +72,12 @@ class StudyMeta:
     #: the kernel's files again (a ``cuda`` kernel's ``.cu`` file may be gone since);
     #: empty in a study an older sweeper wrote, whose export reads it from them
     footprint_rule: str = ""
+    #: the ``key`` of the ``@triton.autotune`` the kernel is declared with
+    #: (``autotuned=``) as the run imported it, which a triton export keys its module on
+    #: without reading the kernel's source (where only running the module resolves the
+    #: autotuned function, that source does not show it); ``None`` where the kernel has
+    #: no autotuner, or in a study an older sweeper wrote, whose export reads it from source
+    autotune_key: list[str] | None = None
     headline: str = "gbps"
     measure_text: str = ""
     device_note: str | None = None
