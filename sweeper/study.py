@@ -18,7 +18,7 @@ from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts, recorded_env
 from sweeper.errors import SpaceError, StudyError, SweeperError
 from sweeper.escape import cut
-from sweeper.kernels import Kernel
+from sweeper.kernels import Kernel, options_hashed
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Budget, Config, Configs, Invalid, Origin, Space
 from sweeper.space._files import extended_file
@@ -561,7 +561,9 @@ def respelled_kept(meta: Mapping[str, Any], respelled: Respelled
 def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
                  ) -> dict[str, Any]:
     """What a resume records in study.json as the study's own: this run's fingerprint
-    (``wanted``), device note (a replay's names its table), space (with its kernel's
+    (``wanted``), the files its kernel's source hash read beside those the kernel's
+    options name (:func:`~sweeper.kernels.options_hashed`: a ``cuda`` kernel's
+    includes), device note (a replay's names its table), space (with its kernel's
     footprint rule, which an export keeps) and measurement, so that the next run is
     checked against them.
     A resume is allowed where they match or with ``--force``, which so adopts the new
@@ -569,6 +571,7 @@ def resumed_with(space: Space, device: Device, wanted: Mapping[str, str]
     ``forced``)."""
     spec = device.measure_spec(space.measure)
     return {"fingerprint": dict(wanted), "kernel_source_hash": wanted["kernel_source"],
+            "kernel_source_files": options_hashed(space.kernel, dict(space.kernel_options)),
             "device_note": device.note, "space_path": space.path,
             "space_folder": space.folder, "space_text": space.text,
             "space_sha256": space.sha256, "footprint_rule": space.shape.footprint.text,
