@@ -1359,6 +1359,39 @@ def test_plan_sees_an_edit_of_a_cuda_kernels_source_as_run_does(tmp_path, capsys
     assert "would measure 2 on replay: NVIDIA H200" in out and "kernel_source" in out
 
 
+def test_a_resume_after_an_included_file_is_gone_names_it_not_an_edit(tmp_path, capsys):
+    """A ``cuda`` study whose ``.cu`` file includes a file deleted since (its study
+    recorded it beside the source hash) is refused a resume, by ``run`` and ``plan`` in
+    one line, naming that file and saying to put it back, or what ``--force`` and
+    ``--study`` do; not called an edit of the kernel's source, and nothing is written.
+    Put back, the study resumes as it was."""
+    run = _cuda_replay_study(tmp_path)
+    plan = ["plan", *run[1:run.index("--quiet")]]
+    assert main(run) == 0
+    study = tmp_path / "st" / "s-replay"
+    kept = {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()}
+    part = (tmp_path / "part.cuh").resolve()
+    text = part.read_text()
+    part.unlink()
+    capsys.readouterr()
+    refused = []
+    for command in (plan, run):
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert refused[0] == refused[1]
+    assert re.fullmatch(
+        rf"sweeper: {re.escape(str(study))}: cannot resume, its kernel's source cannot be "
+        rf"found as it was measured \({re.escape(str(part))} is gone: moved, renamed or "
+        r"removed since; kernel_source: '\w+' -> '\w+'\); put it back where the space or "
+        r"the files it names find it, or rerun with --force to keep its trials and measure "
+        r"its configs again on this source \(.*\), or with --study NEW to measure this "
+        r"source in a new study\n", refused[0])
+    assert {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()} == kept
+    part.write_text(text)
+    assert main(run) == 0
+    assert "done: 0 measured" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("where", ["module", "notebook"])
 def test_a_sweeper_cuda_kernels_source_hash_follows_an_edit_in_the_same_process(
         tmp_path, monkeypatch, where):
