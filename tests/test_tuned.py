@@ -651,6 +651,16 @@ def test_a_cuda_kernel_whose_file_is_gone_is_warned_of_once_as_unchecked(
         assert tuned("cuda", **asked).stale
 
 
+def test_a_torch_op_is_hashed_from_its_op_as_a_run_hashes_it():
+    from sweeper.kernels import load_kernel, source_hash_now
+
+    options = {"op": "torch.nn.functional.gelu"}
+    assert source_hash_now("torch-op", options) == \
+        load_kernel("torch-op", options.items()).source_hash()
+    assert source_hash_now("torch-op", {"op": "torch.relu"}) != \
+        source_hash_now("torch-op", options)
+
+
 def test_a_header_its_hash_never_read_is_not_gone_and_an_edit_is_an_earlier_source(
         tmp_path, monkeypatch, capsys):
     """A ``.cu`` file that includes in quotes a header found nowhere here (a toolkit's,
@@ -686,13 +696,3 @@ def test_a_header_its_hash_never_read_is_not_gone_and_an_edit_is_an_earlier_sour
     with pytest.warns(StaleTuningWarning, match="tuned for an earlier source of cuda") as w:
         assert tuned("cuda", **asked).stale
     assert len(w) == 1 and "is gone" not in str(w[0].message)
-
-
-def test_a_torch_op_is_hashed_from_its_op_as_a_run_hashes_it():
-    from sweeper.kernels import load_kernel, source_hash_now
-
-    options = {"op": "torch.nn.functional.gelu"}
-    assert source_hash_now("torch-op", options) == \
-        load_kernel("torch-op", options.items()).source_hash()
-    assert source_hash_now("torch-op", {"op": "torch.relu"}) != \
-        source_hash_now("torch-op", options)
