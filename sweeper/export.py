@@ -30,7 +30,7 @@ from sweeper.errors import StaleTuningWarning, SweeperError, TuningWarning, user
 from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write, writable_target
 from sweeper.kernels import Headline
-from sweeper.lookup import RETUNE, TunedConfig, current_gpu, describe, files_gone, tuned
+from sweeper.lookup import RETUNE, TunedConfig, current_gpu, describe, tuned
 from sweeper.matching import gpu_model
 from sweeper.space import Expr, Problem, Space, parse
 from sweeper.store import JOURNAL, META, REJECTED, ProblemKey, Storage, StudyMeta, TrialRecord
@@ -148,14 +148,15 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
     its space's options (``cuda``) is hashed from those the study's space recorded
     (``options``: :func:`recorded_options`); one whose files are not all there (a file
-    its source reads gone: :func:`~sweeper.kernels.options_missing`) is said to be that,
-    not a change: a hash of what is left of it says nothing of an edit.  Where the
+    its source read as the study measured it gone: :func:`~sweeper.kernels.options_missing`
+    of the files the study recorded beside its hash) is said to be that, not a change: a
+    hash of what is left of it says nothing of an edit.  Where the
     study's recorded space no longer reads here (``recorded``, the caller's
     :func:`recorded_space`), that is said instead, once: the check is not made, and what
     the export takes from the space and the study did not keep is left out (its
     footprint rule, where the study recorded none: an older sweeper's; its options too
     where the recorded text gives none)."""
-    from sweeper.kernels import options_missing, source_hash_now
+    from sweeper.kernels import files_gone, options_missing, put_back, source_hash_now
 
     if isinstance(recorded, SweeperError):
         taken = " and ".join(what for what, kept in (
@@ -176,14 +177,14 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     now = source_hash_now(meta.kernel, options)
     if now is None or now == source:
         return
-    missing = options_missing(meta.kernel, options or {})
+    missing = options_missing(meta.kernel, options or {}, meta.kernel_source_files)
     if missing:
-        them = "it" if len(missing) == 1 else "them"
+        where = "the study's space or the files it names"
         warnings.warn(f"study {meta.study}: the source of {meta.kernel} cannot be found here "
                       f"to compare with the one the study measured ({files_gone(missing)}); "
                       "the winners are written as measured, and a lookup of them warns so: "
-                      f"put {them} back where the study's space or the files it names find "
-                      f"{them}, or to tune the kernel as it is now, {RETUNE}",
+                      f"{put_back(missing, where)}, or to tune the kernel as it is now, "
+                      f"{RETUNE}",
                       StaleTuningWarning, stacklevel=user_stacklevel())
         return
     warnings.warn(f"study {meta.study}: the source of {meta.kernel} changed since the study "
@@ -291,6 +292,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         exported=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
         footprint_expr=rule, kernel_options=options,
+        source_files=(meta.kernel_source_files or None) if options else None,
         capability=str(env["capability"]) if env.get("capability") else None,
         cache=problem_of(t).cache,
         note=UNFINISHED if unfinished else None, headline=headline,

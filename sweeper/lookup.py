@@ -197,9 +197,9 @@ class Tuning:
         it kept them, absolute (:func:`~sweeper.kernels.source_hash_respelled`: a ``cuda``
         kernel's ``file.py:function`` reference by its path, now by its file's name).  A
         kernel whose source cannot be found (its module gone, or no longer defining it; a
-        file its kept options name, or that its source reads, gone: :func:`unfound`) is
-        warned of, once, as not compared, not as stale: a hash of what is left of it says
-        nothing of an edit."""
+        file its kept options name, or that its source read as its study measured it
+        (``source_files``), gone: :func:`unfound`) is warned of, once, as not compared,
+        not as stale: a hash of what is left of it says nothing of an edit."""
         from sweeper.kernels import source_hash_now, source_hash_respelled
 
         if entry.source_hash is None:
@@ -211,7 +211,7 @@ class Tuning:
             same = now is not None and (now == entry.source_hash or bool(
                 options and source_hash_respelled(entry.identity, options,
                                                   entry.source_hash) == now))
-            why = None if same else unfound(entry.identity, options)
+            why = None if same else unfound(entry.identity, options, entry.source_files or ())
             self._sources[asked] = (not same and now is not None and why is None, why)
         stale, why = self._sources[asked]
         if why is not None:
@@ -389,23 +389,26 @@ def warn_unfound(config: TuningEntry, path: Path, why: str) -> None:
         path, config.kernel, config.name, config.study, why))
 
 
-def unfound(identity: str, options: Mapping[str, str] | None = None) -> str | None:
+def unfound(identity: str, options: Mapping[str, str] | None = None,
+            hashed: Sequence[str] = ()) -> str | None:
     """Why the source of kernel ``identity`` cannot be found here to compare with the
     hash it was tuned on, and what to do, as :func:`_unfound_text` ends: a file its kept
-    ``options`` name or its source reads (a ``cuda`` kernel's ``.cu`` file, a file it
-    includes, its reference's module) is not there
+    ``options`` name or its source read as that hash was taken (a ``cuda`` kernel's
+    ``.cu`` file, a file it included, of those ``hashed`` names: its entry's
+    ``source_files``; its reference's module) is not there
     (:func:`~sweeper.kernels.options_missing`), or its module is neither imported nor on
     the import path, or no longer defines it (:func:`~sweeper.kernels.source_unfound`);
     ``None`` where none is told.  Nothing is imported."""
-    from sweeper.kernels import options_missing, source_unfound
+    from sweeper.kernels import files_gone, options_missing, put_back, source_unfound
 
-    missing = options_missing(identity, options or {})
+    missing = options_missing(identity, options or {}, hashed)
     if missing:
-        them = "it" if len(missing) == 1 else "them"
-        return (f"{files_gone(missing)}, or the tuning file moved without {them}); they are used "
-                f"as they are, unchecked: put {them} back where the entry's kernel_options "
-                f"(relative to the tuning file's folder) or the files they name find {them}, "
-                f"or to tune the kernel as it is now, {RETUNE}")
+        where = ("the entry's kernel_options (relative to the tuning file's folder) or the "
+                 "files they name")
+        return (f"{files_gone(missing)}, or the tuning file moved without "
+                f"{'it' if len(missing) == 1 else 'them'}); they are used as they are, "
+                f"unchecked: {put_back(missing, where)}, or to tune the kernel as it is "
+                f"now, {RETUNE}")
     unfound = source_unfound(identity)
     if unfound is None:
         return None
@@ -418,13 +421,6 @@ def unfound(identity: str, options: Mapping[str, str] | None = None) -> str | No
     return (f"module {module!r} no longer defines {attr!r}: renamed or removed since"
             f"{did_you_mean(attr, bound)}); they are used as they are, unchecked: to tune "
             f"the kernel as it is now, {RETUNE}")
-
-
-def files_gone(missing: Sequence[str]) -> str:
-    """``FILE is gone: moved, renamed or removed since``, of each of ``missing`` (files a
-    kernel's source is read from: :func:`~sweeper.kernels.options_missing`)."""
-    return (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} gone: moved, "
-            "renamed or removed since")
 
 
 def _unfound_text(path: str | Path, kernel: str, identity: str, study: str | None,

@@ -8,7 +8,7 @@ import datetime as dt
 import itertools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts, recorded_env
 from sweeper.errors import SpaceError, StudyError, SweeperError
 from sweeper.escape import cut
-from sweeper.kernels import Kernel
+from sweeper.kernels import Kernel, files_gone, options_hashed, options_missing, put_back
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Budget, Config, Configs, Invalid, Origin, Space
 from sweeper.space._files import extended_file
@@ -474,11 +474,14 @@ def _placed(lines: list[str], at: int) -> str:
 
 
 def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space_text: str,
-                   new_configs: bool | None = None, *, keyed: bool = False) -> str:
+                   new_configs: bool | None = None, *, keyed: bool = False,
+                   gone: Sequence[str] = ()) -> str:
     """Why a study whose fingerprint differs from this run's is not resumed, and the ways
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
-    :func:`fingerprint_damage`), the kernel's source changed, or other settings.
+    :func:`fingerprint_damage`), the kernel's source changed, a file it was read from
+    gone (``gone``: :func:`_source_gone`, so named, as an edit it is not: put back, the
+    study resumes), or other settings.
     ``new_configs``: whether this run's space has configs the study has not measured
     (:func:`measures_new`; None: not told); with none, ``--force`` is said to
     keep the trials and measure nothing new (a space narrowed back: the trials of the
@@ -506,6 +509,10 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
     source = [c for c in changed if c.startswith("kernel_source:")]
     if source:      # winners come from the new source's trials alone (winners.Sources)
         ways = measure_edited()
+    if gone:
+        return (f"{root}: cannot resume, its kernel's source cannot be found as it was "
+                f"measured ({files_gone(gone)}; {'; '.join(changed)}); "
+                f"{put_back(gone, 'the space or the files it names')}, or {ways}")
     why = "its kernel's source changed since it was measured" if source else \
         "it was measured with other settings"
     return f"{root}: cannot resume, {why} ({'; '.join(changed)}); {ways}"
@@ -614,7 +621,9 @@ def respelled_kept(meta: Mapping[str, Any], respelled: Respelled
 def resumed_with(space: Space, kernel: Kernel, device: Device, wanted: Mapping[str, str]
                  ) -> dict[str, Any]:
     """What a resume records in study.json as the study's own: this run's fingerprint
-    (``wanted``), device note (a replay's names its table), space (with its kernel's
+    (``wanted``), the files its kernel's source hash read beside those the kernel's
+    options name (:func:`~sweeper.kernels.options_hashed`: a ``cuda`` kernel's
+    includes), device note (a replay's names its table), space (with its kernel's
     footprint rule, which an export keeps) and measurement, so that the next run is
     checked against them, and the key of the autotuner ``kernel`` is declared with as
     this run imported it (``None``: it has none), which a triton export keys on.
@@ -623,6 +632,7 @@ def resumed_with(space: Space, kernel: Kernel, device: Device, wanted: Mapping[s
     ``forced``)."""
     spec = device.measure_spec(space.measure)
     return {"fingerprint": dict(wanted), "kernel_source_hash": wanted["kernel_source"],
+            "kernel_source_files": options_hashed(space.kernel, dict(space.kernel_options)),
             "device_note": device.note, "space_path": space.path,
             "space_folder": space.folder, "space_text": space.text,
             "space_sha256": space.sha256, "footprint_rule": space.shape.footprint.text,
@@ -654,8 +664,21 @@ def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, for
     if changed and not force:
         raise StudyError(resume_refused(
             store.root, changed, meta, space.text,
-            None if facts is None else measures_new(store, space, facts), keyed=space.keyed))
+            None if facts is None else measures_new(store, space, facts), keyed=space.keyed,
+            gone=_source_gone(changed, space, meta)))
     return changed
+
+
+def _source_gone(changed: list[str], space: Space, meta: Mapping[str, Any]) -> list[str]:
+    """Where the kernel's source hash is among what ``changed``, the files its source
+    read as the study (``meta``, its study.json) took that hash that are gone now
+    (:func:`~sweeper.kernels.options_missing`: a ``cuda`` kernel's included file of those
+    the study recorded beside it): the hash of what is left says nothing of an edit.
+    Empty where it is not, or none is."""
+    if not any(c.startswith("kernel_source:") for c in changed):
+        return []
+    return options_missing(space.kernel, dict(space.kernel_options),
+                           meta.get("kernel_source_files") or [])
 
 
 #: The most configs a refused resume enumerates to tell whether ``--force`` would measure

@@ -164,6 +164,12 @@ class TuningEntry(LaunchConfig, Record):
     #: file keeps the files they name (``cuda``'s source, reference, refuse) relative to
     #: its folder (:func:`written_in`), read back absolute (:func:`read_in`)
     kernel_options: dict[str, str] | None = None
+    #: the files besides those ``kernel_options`` name that its source read as its study
+    #: measured it (``cuda``: the files its ``.cu`` file includes, relative to that
+    #: file's folder; :meth:`~sweeper.kernels.Kernel.hashed_files`), so a lookup whose
+    #: hash now differs tells one of them gone from an edit; none where it read none,
+    #: or in an entry of an older sweeper (a file gone since is then an edit)
+    source_files: list[str] | None = None
     #: the problem the study's space asked for, where its device measured a smaller one
     #: (the interpreter's cap on footprints): its dimensions and footprint; ``dims`` and
     #: ``footprint`` are the problem measured, and a lookup of the asked problem finds

@@ -24,6 +24,7 @@ from sweeper.kernels._cuda_spec import (
     cache_key,
     instantiation,
     nvrtc_options,
+    read_includes,
     sources,
     unfound_includes,
 )
@@ -1416,29 +1417,34 @@ def test_a_graph_capture_runs_with_the_garbage_collector_off(monkeypatch):
     assert seen == [False, False] and gc.isenabled()
 
 
-def test_an_included_file_found_nowhere_is_one_of_the_kernel_s_own_gone(tmp_path):
-    """A file the source includes in quotes, in code some config compiles, that NVRTC
-    would find nowhere (beside its includer, in the source's folder, in the CUDA
-    toolkit's include folder) is named as gone, beside the file that includes it, once:
-    a header in angle brackets is a system one, one in the toolkit's folder is the
-    toolkit's, one included where nothing compiles is no part of the source."""
-    sub, toolkit = tmp_path / "sub", tmp_path / "cuda" / "include"
+def test_an_included_file_is_gone_only_where_the_recorded_hash_read_it(tmp_path):
+    """A file the source includes, in code some config compiles, is gone where NVRTC
+    would find it nowhere now (beside its includer, in the source's folder) and the
+    source hash a study recorded read it (``read_includes``, relative to the ``.cu``
+    file's folder), named where it was read, once: a header that hash never read (a
+    toolkit's, found in the toolkit's folder, or found nowhere as the study measured) is
+    none, as its absence says nothing of why the hash differs now; nor is any where the
+    study recorded none (an older sweeper's)."""
+    sub = tmp_path / "sub"
     sub.mkdir()
-    toolkit.mkdir(parents=True)
-    (toolkit / "cuda_fp16.h").write_text("// the toolkit's\n")
     (tmp_path / "k.cu").write_text(
-        '#include "sub/mid.cuh"\n#include "gone.cuh"\n#include <gone_too.h>\n'
+        '#include "sub/mid.cuh"\n#include "gone.cuh"\n#include <own.h>\n'
         '#include "cuda_fp16.h"\n#if 0\n#include "never.cuh"\n#endif\nK\n')
     (sub / "mid.cuh").write_text('#include "deeper.cuh"\n#include "gone.cuh"\n')
+    (sub / "deeper.cuh").write_text("// beside its includer\n")
+    (tmp_path / "gone.cuh").write_text("// in the source's folder\n")
+    (tmp_path / "own.h").write_text("// in the source's folder, in angle brackets\n")
+    read = read_includes(sources(tmp_path / "k.cu"))
+    assert read == ["sub/mid.cuh", "sub/deeper.cuh", "gone.cuh", "own.h"]
+    assert unfound_includes(sources(tmp_path / "k.cu"), read) == ()
+    for gone in (tmp_path / "gone.cuh", sub / "deeper.cuh", tmp_path / "own.h"):
+        gone.unlink()
     files = sources(tmp_path / "k.cu")
-    assert unfound_includes(files, (toolkit,)) == (
-        (tmp_path / "gone.cuh").resolve(), (sub / "deeper.cuh").resolve(),
-        (sub / "gone.cuh").resolve())
-    (tmp_path / "gone.cuh").write_text("// back\n")         # in the source's folder
-    (tmp_path / "deeper.cuh").write_text("// beside it\n")
-    assert unfound_includes(sources(tmp_path / "k.cu"), (toolkit,)) == ()
-    assert unfound_includes(sources(tmp_path / "k.cu")) == (
-        (tmp_path / "cuda_fp16.h").resolve(),)
+    assert unfound_includes(files, read) == (
+        (tmp_path / "gone.cuh").resolve(), (tmp_path / "own.h").resolve(),
+        (sub / "deeper.cuh").resolve())
+    assert unfound_includes(files, []) == ()
+    assert unfound_includes(files, ["gone\0.cuh", "/"]) == ()     # a hostile record: none
 
 
 def _cuda_replay_study(tmp_path: Path) -> list[str]:
@@ -1479,6 +1485,39 @@ def test_plan_sees_an_edit_of_a_cuda_kernels_source_as_run_does(tmp_path, capsys
     assert main([*plan, "--force"]) == 0
     out = capsys.readouterr().out
     assert "would measure 2 on replay: NVIDIA H200" in out and "kernel_source" in out
+
+
+def test_a_resume_after_an_included_file_is_gone_names_it_not_an_edit(tmp_path, capsys):
+    """A ``cuda`` study whose ``.cu`` file includes a file deleted since (its study
+    recorded it beside the source hash) is refused a resume, by ``run`` and ``plan`` in
+    one line, naming that file and saying to put it back, or what ``--force`` and
+    ``--study`` do; not called an edit of the kernel's source, and nothing is written.
+    Put back, the study resumes as it was."""
+    run = _cuda_replay_study(tmp_path)
+    plan = ["plan", *run[1:run.index("--quiet")]]
+    assert main(run) == 0
+    study = tmp_path / "st" / "s-replay"
+    kept = {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()}
+    part = (tmp_path / "part.cuh").resolve()
+    text = part.read_text()
+    part.unlink()
+    capsys.readouterr()
+    refused = []
+    for command in (plan, run):
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert refused[0] == refused[1]
+    assert re.fullmatch(
+        rf"sweeper: {re.escape(str(study))}: cannot resume, its kernel's source cannot be "
+        rf"found as it was measured \({re.escape(str(part))} is gone: moved, renamed or "
+        r"removed since; kernel_source: '\w+' -> '\w+'\); put it back where the space or "
+        r"the files it names find it, or rerun with --force to keep its trials and measure "
+        r"its configs again on this source \(.*\), or with --study NEW to measure this "
+        r"source in a new study\n", refused[0])
+    assert {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()} == kept
+    part.write_text(text)
+    assert main(run) == 0
+    assert "done: 0 measured" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("where", ["module", "notebook"])

@@ -677,3 +677,40 @@ def test_a_torch_op_is_hashed_from_its_op_as_a_run_hashes_it():
         load_kernel("torch-op", options.items()).source_hash()
     assert source_hash_now("torch-op", {"op": "torch.relu"}) != \
         source_hash_now("torch-op", options)
+
+
+def test_a_header_its_hash_never_read_is_not_gone_and_an_edit_is_an_earlier_source(
+        tmp_path, monkeypatch, capsys):
+    """A ``.cu`` file that includes in quotes a header found nowhere here (a toolkit's,
+    NVRTC finding it in folders of its own; no CUDA toolkit needs to be here for a
+    replay) has a source hash that never held that header: after an edit of the ``.cu``
+    file, a lookup warns its winners were tuned for an earlier source (``cfg.stale``),
+    an export that the source changed, and a resume that it changed; none calls the
+    header gone, which would have served the winners as unchecked."""
+    from sweeper import lookup
+    from sweeper.cli import main
+    from tests.test_cuda_kernel import _cuda_replay_study
+
+    run = _cuda_replay_study(tmp_path)
+    cu = tmp_path / "copy.cu"
+    cu.write_text('#include "no_such_vendor_header.h"\n' + cu.read_text())
+    assert main(run) == 0
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
+    [entry] = json.loads(Path("tuning.json").read_text())["entries"]
+    assert entry["source_files"] == ["part.cuh"]        # what its hash read
+    with cu.open("a") as source:
+        source.write("// edited\n")
+    capsys.readouterr()
+    assert main(run) == 2
+    assert "cannot resume, its kernel's source changed since it was measured" in \
+        capsys.readouterr().err
+    assert main(["export", "st/s-replay", "-o", "again.json"]) == 0
+    assert "the source of cuda changed since the study measured it" in \
+        capsys.readouterr().err
+    asked = {"dtype": "float32", "footprint": 4096, "gpu": "replay: NVIDIA H200",
+             "path": "tuning.json"}
+    with pytest.warns(StaleTuningWarning, match="tuned for an earlier source of cuda") as w:
+        assert tuned("cuda", **asked).stale
+    assert len(w) == 1 and "is gone" not in str(w[0].message)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sweeper import plugins
@@ -81,18 +81,25 @@ def source_hash_now(name: str, options: Mapping[str, str] | None = None) -> str 
     return module_source_hash(found.target)
 
 
+def _builtin_declaration(name: str) -> type[Kernel] | None:
+    """Built-in kernel ``name``'s declaration; ``None`` for any other kernel, or a name
+    no plugin has.  Nothing but a built-in's declaration is imported."""
+    try:
+        if not plugins.find(plugins.KERNEL, name).builtin:
+            return None
+        return plugins.kernel_declaration(name)
+    except SweeperError:
+        return None
+
+
 @functools.cache
 def named_by(name: str) -> tuple[str, ...]:
     """The options that tell one built-in kernel ``name`` built from its space's options
     from another (its declaration's :attr:`Kernel.named_by`: ``cuda``'s source and entry,
     ``torch-op``'s op); none for any other kernel, or a name no plugin has.  Nothing but
     a built-in's declaration is imported."""
-    try:
-        if not plugins.find(plugins.KERNEL, name).builtin:
-            return ()
-        return tuple(plugins.kernel_declaration(name).named_by)
-    except SweeperError:
-        return ()
+    declaration = _builtin_declaration(name)
+    return () if declaration is None else tuple(declaration.named_by)
 
 
 def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], str]
@@ -101,29 +108,48 @@ def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], s
     folder they name passed through ``move`` (its declaration's
     :meth:`Kernel.moved_option`); as they are for any other kernel, or a name no plugin
     has.  Nothing but a built-in's declaration is imported."""
-    try:
-        if not plugins.find(plugins.KERNEL, name).builtin:
-            return dict(options)
-        declaration = plugins.kernel_declaration(name)
-    except SweeperError:
+    declaration = _builtin_declaration(name)
+    if declaration is None:
         return dict(options)
     return {k: declaration.moved_option(k, v, move) for k, v in options.items()}
 
 
-def options_missing(name: str, options: Mapping[str, str]) -> list[str]:
+def options_hashed(name: str, options: Mapping[str, str]) -> list[str]:
+    """The files besides those built-in kernel ``name``'s ``options`` name that the
+    source built from them reads now (its declaration's :meth:`Kernel.hashed_files`: a
+    ``cuda`` kernel's included files, relative to its ``.cu`` file's folder): what a
+    study records beside its source hash, for :func:`options_missing` to tell a file
+    gone since from one that hash never held.  Empty for any other kernel, or a name no
+    plugin has.  Nothing but a built-in's declaration is imported."""
+    declaration = _builtin_declaration(name)
+    return [] if declaration is None else declaration.hashed_files(options)
+
+
+def options_missing(name: str, options: Mapping[str, str], hashed: Sequence[str] = ()
+                    ) -> list[str]:
     """The files and folders kernel ``name``'s kept ``options`` name, or that the source
-    they build reads, which are not there, each once (its declaration's
-    :meth:`Kernel.missing_files`: a ``cuda`` kernel's ``.cu`` file, a file it includes,
-    its reference's or refuse's file): its source cannot be hashed from them to compare.
-    Empty for any other kernel, or a name no plugin has.  Nothing but a built-in's
-    declaration is imported."""
-    try:
-        if not plugins.find(plugins.KERNEL, name).builtin:
-            return []
-        declaration = plugins.kernel_declaration(name)
-    except SweeperError:
-        return []
-    return declaration.missing_files(options)
+    they build read when its hash was taken (``hashed``: :func:`options_hashed` then, as
+    its study or tuning entry recorded it), which are not there, each once (its
+    declaration's :meth:`Kernel.missing_files`: a ``cuda`` kernel's ``.cu`` file, a file
+    it included, its reference's or refuse's file): its source cannot be hashed from
+    them to compare.  Empty for any other kernel, or a name no plugin has.  Nothing but a
+    built-in's declaration is imported."""
+    declaration = _builtin_declaration(name)
+    return [] if declaration is None else declaration.missing_files(options, hashed)
+
+
+def files_gone(missing: Sequence[str]) -> str:
+    """``FILE is gone: moved, renamed or removed since``, of each of ``missing`` (files a
+    kernel's source is read from: :func:`options_missing`)."""
+    return (f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} gone: moved, "
+            "renamed or removed since")
+
+
+def put_back(missing: Sequence[str], where: str) -> str:
+    """``put it back where WHERE find it`` (``them`` for several of ``missing``): the
+    first way on that a message naming them gone (:func:`files_gone`) gives."""
+    them = "it" if len(missing) == 1 else "them"
+    return f"put {them} back where {where} find {them}"
 
 
 def source_missing(name: str) -> bool:
@@ -255,12 +281,15 @@ __all__ = [
     "Unfound",
     "checked_count",
     "declared_count",
+    "files_gone",
     "fill_random",
     "kernel_class",
     "load_kernel",
     "moved_options",
     "named_by",
+    "options_hashed",
     "options_missing",
+    "put_back",
     "source_hash_now",
     "source_hash_respelled",
     "source_hash_unrun",

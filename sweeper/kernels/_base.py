@@ -282,11 +282,21 @@ class Kernel(abc.ABC):
         return value
 
     @classmethod
-    def missing_files(cls, options: Mapping[str, str]) -> list[str]:
+    def hashed_files(cls, options: Mapping[str, str]) -> list[str]:
+        """The files besides those ``options`` (as :meth:`resolve_option` keeps them) name
+        that the source built from them reads now, and its hash so holds, spelled as
+        :meth:`missing_files` reads them back: what a study records beside that hash, so
+        that a file gone since is told from one the hash never held.  None here."""
+        return []
+
+    @classmethod
+    def missing_files(cls, options: Mapping[str, str], hashed: Sequence[str] = ()
+                      ) -> list[str]:
         """The files and folders that options kept as :meth:`resolve_option` keeps them (a
-        tuning entry's) name, or that the source they build reads, which are not there,
-        each once: the source cannot be hashed from them to compare with a tuned hash.
-        Here, those :meth:`moved_option` passes on."""
+        tuning entry's) name, or that the source they build read when its hash was taken
+        (``hashed``: :meth:`hashed_files` then), which are not there, each once: the
+        source cannot be hashed from them to compare with that hash.  Here, those
+        :meth:`moved_option` passes on."""
         named: list[str] = []
 
         def seen(path: str) -> str:

@@ -45,11 +45,11 @@ from sweeper.kernels._cuda_spec import (
     include_paths,
     included,
     int_overflow,
+    read_includes,
     sources,
     template_arguments,
     template_names,
     templates,
-    toolkit_includes,
     unfound_includes,
 )
 from sweeper.kernels._model_form import read_model
@@ -183,19 +183,35 @@ class CudaDeclaration(Kernel):
         return value if pinned is None else f"{move(str(pinned[0]))}/{pinned[1]}:{attr}"
 
     @classmethod
-    def missing_files(cls, options: Mapping[str, str]) -> list[str]:
+    def hashed_files(cls, options: Mapping[str, str]) -> list[str]:
+        """The files the ``.cu`` file includes, where found now, each relative to its
+        folder (:func:`~sweeper.kernels._cuda_spec.read_includes`); none where it cannot be
+        read (no hash is taken)."""
+        source = Path(options.get("source", ""))
+        if not source.name:
+            return []
+        try:
+            return read_includes(sources(source))
+        except OSError:
+            return []
+
+    @classmethod
+    def missing_files(cls, options: Mapping[str, str], hashed: Sequence[str] = ()
+                      ) -> list[str]:
         """Those the options name (the ``.cu`` file, a ``file.py:function``'s file, the
         folder a ``module:function`` is pinned to), and those their source reads: a
         pinned module's file (:func:`_python_files`), a module of the user's kept unpinned
         (the study's space read where it is found no longer) that is on no import path,
-        and a file the ``.cu`` file or one it includes includes in quotes that NVRTC would
-        find nowhere (:func:`~sweeper.kernels._cuda_spec.unfound_includes`)."""
-        missing = super().missing_files(options)
+        and a file the ``.cu`` file or one it includes includes that NVRTC would find
+        nowhere now, of those the hash read (``hashed``:
+        :func:`~sweeper.kernels._cuda_spec.unfound_includes`; a header it never read, a
+        toolkit's, is none)."""
+        missing = super().missing_files(options, hashed)
         read = [p for p in _python_files(options) if not p.exists()]
         source = Path(options.get("source", ""))
-        if source.name and source.is_file():
+        if hashed and source.name and source.is_file():
             with contextlib.suppress(OSError):      # unreadable: no hash is told
-                read += unfound_includes(sources(source), toolkit_includes())
+                read += unfound_includes(sources(source), hashed)
         named = {Path(p).resolve() for p in missing}
         missing += [str(p) for p in dict.fromkeys(read) if p.resolve() not in named]
         for key in ("reference", "refuse"):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import string
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -454,36 +453,33 @@ def absent_includes(files: Mapping[Path, bytes]) -> tuple[Path, ...]:
     return tuple(absent)
 
 
-def unfound_includes(files: Mapping[Path, bytes], elsewhere: Sequence[Path] = ()
-                     ) -> tuple[Path, ...]:
-    """Where ``files`` (:func:`sources`'s, the source first) include a file in quotes that
-    NVRTC finds nowhere: not among the kernel's files (:func:`include_paths`), nor in a
-    folder of ``elsewhere`` (the CUDA toolkit's, :func:`toolkit_includes`), each named
-    beside the file that includes it, once: a file of the kernel's own moved, renamed or
-    removed since (a system header comes in angle brackets, and stays out)."""
+def read_includes(files: Mapping[Path, bytes]) -> list[str]:
+    """The files besides the source that ``files`` (:func:`sources`'s, the source first)
+    hold, as a study records them beside its source hash: each relative to the source's
+    folder (``part.cuh``, ``../common/x.cuh``), so that they name the same files in the
+    project moved, and :func:`unfound_includes` tells one of them gone from a header that
+    hash never read."""
     root = next(iter(files)).parent
+    return [os.path.relpath(path, root) for path in list(files)[1:]]
+
+
+def unfound_includes(files: Mapping[Path, bytes], read: Collection[str]) -> tuple[Path, ...]:
+    """Where ``files`` (:func:`sources`'s, the source first) include a file that NVRTC
+    finds nowhere among the kernel's files now (:func:`include_paths`) and that a source
+    hash read when it was taken (``read``: :func:`read_includes`'s, from that hash's
+    study), each once: a file of the kernel's own moved, renamed or removed since.  A
+    file that hash never read (a toolkit header NVRTC finds in its own folders, a file
+    written nowhere) is not gone: the hash never held it, so it says nothing of why the
+    hash differs now."""
+    root, was = next(iter(files)).parent, set(read)
     out: list[Path] = []
     for path, data in files.items():
         text = data.decode(errors="replace")
         for name in included(text, active_code(text)):
-            if name.startswith("<") or any((folder / name).is_file() for folder in elsewhere):
-                continue
             where = include_paths(path, name, root)
-            if not any(f in files or f.is_file() for f in where) and where[0] not in out:
-                out.append(where[0])
+            if not any(f in files or f.is_file() for f in where):
+                out += [f for f in where if os.path.relpath(f, root) in was and f not in out]
     return tuple(out)
-
-
-def toolkit_includes() -> tuple[Path, ...]:
-    """The CUDA toolkit's include folders here, as a compile may be given one (``-I``:
-    :class:`~sweeper.kernels._cuda_build.NvrtcCompiler`, where CuPy finds the toolkit),
-    found importing nothing: ``$CUDA_PATH``'s, ``$CUDA_HOME``'s, that of the ``nvcc`` on
-    the ``PATH`` and ``/usr/local/cuda``'s, those that are there."""
-    nvcc = shutil.which("nvcc")
-    roots = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"),
-             str(Path(nvcc).resolve().parent.parent) if nvcc else None, "/usr/local/cuda"]
-    found = [Path(r, "include") for r in roots if r]
-    return tuple(dict.fromkeys(f for f in found if f.is_dir()))
 
 
 def cache_key(files: Mapping[Path, bytes], entry: str, options: Sequence[str], arch: str,

@@ -92,6 +92,12 @@ class StudyMeta:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     #: checked against the fingerprint's own copy (:func:`sweeper.study.fingerprint_damage`)
     kernel_source_hash: Any = None
+    #: the files besides those its kernel's options name that the source it hashed read
+    #: (a ``cuda`` kernel's included files, relative to its ``.cu`` file's folder:
+    #: :meth:`~sweeper.kernels.Kernel.hashed_files`), recorded with that hash, so that
+    #: one gone since is told from an edit (a header it never read is not gone); empty in
+    #: a study an older sweeper wrote
+    kernel_source_files: list[str] = field(default_factory=list)
     #: each kernel source hash an earlier sweeper recorded that a resume found to be the
     #: same files as this one hashes them (:func:`sweeper.study.source_respelled`), with
     #: this one's: a trial that names the one was measured on the other
