@@ -117,13 +117,14 @@ def warn_without_winner(won: StudyWinners) -> None:
     """Warn (:class:`TuningWarning`), once per problem, of each problem the study ran
     configs of that all failed, so none is exported: its problem, how they failed, and
     what a lookup there gets instead."""
+    from sweeper.outcome import labelled_count, outcome_label
     from sweeper.trial import FAILURES
 
     failed: dict[ProblemKey, Counter[str]] = {}
     for t in won.trials:
         key = problem_of(t)._replace(cache="cold")
         if key.dtype and key not in won.picks and t.status in FAILURES:
-            failed.setdefault(key, Counter())[t.status.value] += 1
+            failed.setdefault(key, Counter())[outcome_label(t)] += 1
     for key, count in sorted(failed.items()):
         # a lookup dispatches among the problems of its dtype and dimensions only
         kin = any(k.dtype == key.dtype and [d for d, _ in k.dims] == [d for d, _ in key.dims]
@@ -133,7 +134,8 @@ def warn_without_winner(won: StudyWinners) -> None:
             "none of its configs"
         warnings.warn(f"not exported: {won.meta.tuned_name} {key.dtype} "
                       f"{key.problem.describe()}: no config of it ran ok ("
-                      f"{', '.join(f'{n} {s}' for s, n in count.most_common())}); {instead}",
+                      f"{', '.join(labelled_count(s, n) for s, n in count.most_common())}"
+                      f"); {instead}",
                       TuningWarning, stacklevel=user_stacklevel())
 
 
@@ -463,11 +465,14 @@ def rule_for(rule: Expr | None, problem: Problem) -> str | None:
     return rule.text if rule is not None and rule.names <= dims | {"itemsize"} else None
 
 
-def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
+def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int, int]:
     """Write the study as a replay table (see :mod:`sweeper.devices._replay`); the path,
-    the rows written, and the trials left out as measured on an earlier source of the
+    the rows written, the trials left out as measured on an earlier source of the
     kernel (a study resumed with ``--force`` after an edit: the table holds each config
-    once, as measured on the source now; :class:`~sweeper.winners.Sources`).  Its
+    once, as measured on the source now; :class:`~sweeper.winners.Sources`), and those
+    left out as to be measured again (``retry``: their worker process was killed from
+    outside, so their config was not measured, and a replay of it as ``crashed`` would
+    read as the kernel's fault; a replay says the table does not hold it).  Its
     ``gpu`` is the GPU the timings were recorded on: a replayed study's table names the
     recorded GPU, not ``replay: ...``, so replaying it again measures that GPU still, and
     keeps the recorded table's driver and date.  A study no trial of which ran (all
@@ -475,8 +480,11 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
     from sweeper.devices._replay import write_table
 
     meta = store.study_meta()
+    from sweeper.outcome import labelled_count, outcome_label
+
     every, _ = store.records()
-    ran = [t for t in every if t.status.value not in ("invalid", "missing")]
+    ran = [t for t in every if t.status.value not in ("invalid", "missing") and not t.retry]
+    again = sum(1 for t in every if t.retry)
     trials = Sources.of(meta).measured_now(ran)
     params = list(meta.axes)
     env = meta.environment
@@ -492,9 +500,9 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
                            "resume with --force after the kernel changed): a replay table "
                            "of it would hold no row; nothing written")
     if not rows:
-        left = Counter(t.status.value for t in every)
+        left = Counter(outcome_label(t) for t in every)
         raise SweeperError(f"{store.root}: no trial ran ("
-                           + (", ".join(f"{n} {s}" for s, n in sorted(left.items()))
+                           + (", ".join(labelled_count(s, n) for s, n in sorted(left.items()))
                               or "none recorded")
                            + "): a replay table of it would hold no row; nothing written")
     output_file(store, path)
@@ -505,7 +513,7 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int]:
               "space_sha256": meta.space_sha256, **_shrink_header(meta)}
     target = Path(path)
     write_table(target, header, params, rows)
-    return target, len(rows), len(ran) - len(trials)
+    return target, len(rows), len(ran) - len(trials), again
 
 
 def _shrunk_of(meta: StudyMeta, recorded: Space | SweeperError | None

@@ -29,8 +29,46 @@ REASON_CHARS = 120
 NOT_IN_TABLE = "the recorded table does not hold"
 #: The statuses a run counts as failed: every failure but a replay's ``missing``.
 FAILED = FAILURES - {TrialStatus.MISSING}
-#: Why a sweep stops when the sampler has nothing new left to propose.
+#: Why a sweep stops when the sampler has nothing new left to propose, and no config is
+#: left to measure again (:func:`tried_all_but`).
 COMPLETE = "complete: every valid config tried"
+#: The label of a trial to be measured again (``retry``: its worker process was killed
+#: from outside) where trials are counted or listed by status: not ``crashed``, which
+#: would read as the kernel's fault (report.json's ``counts`` and ``failures``).
+RETRY = "retry"
+
+
+def killed_from_outside(configs: int) -> str:
+    """Why ``configs`` configs are to be measured again."""
+    return ("its worker process was" if configs == 1 else
+            "their worker processes were") + " killed from outside"
+
+
+def again_text(configs: int) -> str:
+    """``2 to measure again (their worker processes were killed from outside)``: trials
+    whose config the next run measures again, as every count of trials by what became of
+    them says them (no failure of the kernel's)."""
+    return f"{configs} to measure again ({killed_from_outside(configs)})"
+
+
+def tried_all_but(again: int) -> str:
+    """Why a sweep stops when the sampler has nothing new left to propose but ``again``
+    configs are left to measure again: not :data:`COMPLETE`, which a run says only when
+    nothing is left (``sweeper run`` exits 75 then: run the same command)."""
+    return (f"every valid config tried, {again} of them to measure again "
+            f"({killed_from_outside(again)})")
+
+
+def is_failure(t: TrialRecord) -> bool:
+    """Whether trial ``t`` counts as failed (:data:`FAILED`): not one whose config is to
+    be measured again (``retry``), whose next trial is the config's."""
+    return t.status in FAILED and not t.retry
+
+
+def outcome_label(t: TrialRecord) -> str:
+    """``t``'s status as trials are counted and listed by it: :data:`RETRY` for one to be
+    measured again, else its status's value."""
+    return RETRY if t.retry else t.status.value
 
 
 #: Why a config is skipped, by what its reason says and whether it resolved, as a count of
@@ -84,13 +122,15 @@ def absent_text(n: int) -> str:
     return f"{counted(n, 'config')} {NOT_IN_TABLE}"
 
 
-def counts_text(ok: int, abandoned: int, failed: int, absent: int) -> str:
+def counts_text(ok: int, abandoned: int, failed: int, absent: int, again: int = 0) -> str:
     """``190 measured, 4 abandoned early, 6 failed``: trials by what became of them, as the
     run's ``done:`` line and the report count them alike (``measured``: a number kept; an
     abandoned trial was measured until clearly slower, not failed; a replay's configs its
-    table lacks, where there are any, apart from the failed)."""
+    table lacks, where there are any, apart from the failed; those to be measured again,
+    where there are any, apart from the failed too: :func:`again_text`)."""
     return (f"{ok} measured, {f'{abandoned} abandoned early, ' if abandoned else ''}"
-            f"{failed} failed{f', {absent_text(absent)}' if absent else ''}")
+            f"{failed} failed{f', {again_text(again)}' if again else ''}"
+            f"{f', {absent_text(absent)}' if absent else ''}")
 
 
 def problem_text(problem: ProblemKey) -> str:
@@ -185,18 +225,26 @@ def nothing_measured(trials: Sequence[TrialRecord], stopped_by: str) -> str | No
 def failure_counts(trials: Sequence[TrialRecord]) -> str:
     """``12 wrong_answer (first: #3 grid=sms block=32 BLOCK=256: 3 of 1024 wrong ...),
     2 crashed (first: ...)``, most common first; a replay's ``missing`` ones as
-    :func:`absent_text` (``204 configs the recorded table does not hold (first: ...)``)."""
-    counts = Counter(t.status for t in trials)
-    first: dict[TrialStatus, TrialRecord] = {}
+    :func:`absent_text` (``204 configs the recorded table does not hold (first: ...)``),
+    and those to be measured again as ``2 to measure again (first: ...)``, never among
+    the ``crashed``."""
+    counts = Counter(outcome_label(t) for t in trials)
+    first: dict[str, TrialRecord] = {}
     for t in sorted(trials, key=lambda t: t.number):
-        first.setdefault(t.status, t)
-    return ", ".join(f"{_counted_status(status, n)} (first: {_failure_text(first[status])})"
-                     for status, n in counts.most_common())
+        first.setdefault(outcome_label(t), t)
+    return ", ".join(f"{_counted_outcome(label, n)} (first: {_failure_text(first[label])})"
+                     for label, n in counts.most_common())
 
 
-def _counted_status(status: TrialStatus, n: int) -> str:
-    """``12 wrong_answer``; a replay's ``missing`` as :func:`absent_text`."""
-    return absent_text(n) if status is TrialStatus.MISSING else f"{n} {status.value}"
+def labelled_count(label: str, n: int) -> str:
+    """``12 wrong_answer``: ``n`` trials of one :func:`outcome_label`, those to be
+    measured again as ``2 to measure again``."""
+    return f"{n} to measure again" if label == RETRY else f"{n} {label}"
+
+
+def _counted_outcome(label: str, n: int) -> str:
+    """:func:`labelled_count`, a replay's ``missing`` as :func:`absent_text`."""
+    return absent_text(n) if label == TrialStatus.MISSING.value else labelled_count(label, n)
 
 
 def failed_line(trials: Sequence[TrialRecord], among: Sequence[TrialRecord] | None = None,
@@ -209,8 +257,9 @@ def failed_line(trials: Sequence[TrialRecord], among: Sequence[TrialRecord] | No
     configs share (``every crashed one with BLOCK=1024``), so a config that crashes and
     another that computes wrong do not hide each other's cause; ``None`` when none failed.
     ``head`` names them (a resume's ``failed in earlier runs``).  A replay's configs its
-    table does not hold are no failure: :func:`absent_line` says them."""
-    failed = [t for t in trials if t.status in FAILED]
+    table does not hold are no failure: :func:`absent_line` says them; nor are the trials
+    to be measured again (:func:`again_line`)."""
+    failed = [t for t in trials if is_failure(t)]
     if not failed:
         return None
     fine = [t.choice for t in (trials if among is None else among)
@@ -271,6 +320,22 @@ def absent_line(trials: Sequence[TrialRecord]) -> str | None:
             "space, or measure them on a GPU")
 
 
+def again_line(trials: Sequence[TrialRecord]) -> str | None:
+    """``to measure again: 2 configs, their worker processes were killed from outside
+    (first: #3 grid=sms BLOCK=1024); the next run of the study measures them``: what
+    ``sweeper report`` says of the trials to be measured again (``retry``), which no
+    ``failed:`` line counts; ``None`` when there are none."""
+    again = sorted((t for t in trials if t.retry), key=lambda t: t.number)
+    if not again:
+        return None
+    first = again[0]
+    config = " ".join(f"{k}={v}" for k, v in first.choice.items() if k not in PROBLEM_AXES)
+    n = len(again)
+    return (f"to measure again: {counted(n, 'config')}, {killed_from_outside(n)} (first: "
+            f"#{first.number} {config}); the next run of the study measures "
+            f"{'it' if n == 1 else 'them'}")
+
+
 def reason_line(t: TrialRecord) -> str:
     """``t``'s reason as the terminal shows it: its lines joined into one
     (:func:`~sweeper.errors.one_line`), at most ``REASON_CHARS``, a cut one ending in
@@ -290,5 +355,6 @@ def _failure_text(t: TrialRecord) -> str:
     return f"#{t.number} {config}: {reason_line(t)}"
 
 
-__all__ = ["FAILED", "failed_line", "failure_counts", "nothing_measured", "outcome_lines",
-           "problem_text", "reason_line", "set_apart", "trial_text"]
+__all__ = ["FAILED", "again_line", "failed_line", "failure_counts", "labelled_count",
+           "nothing_measured", "outcome_label", "outcome_lines", "problem_text",
+           "reason_line", "set_apart", "trial_text"]

@@ -363,16 +363,18 @@ def test_the_dataframe_has_a_typed_row_per_trial(tmp_path):
     df = study.trials_dataframe()
     assert len(df) == 8 and list(df["number"]) == list(range(8))
     dtypes = df.dtypes.astype(str).to_dict()
-    assert {k: dtypes[k] for k in ("number", "status", "reason", "dtype", "footprint",
-                                   "grid", "grid_label", "block", "BLOCK", "n",
+    assert {k: dtypes[k] for k in ("number", "status", "retry", "reason", "dtype",
+                                   "footprint", "grid", "grid_label", "block", "BLOCK", "n",
                                    "median_ms", "ci_lo_ms", "ci_hi_ms", "gbps", "flags")} == {
-        "number": "int64", "status": "category", "reason": "string", "dtype": "string",
+        "number": "int64", "status": "category", "retry": "bool", "reason": "string",
+        "dtype": "string",
         "footprint": "Int64", "grid": "Int64", "grid_label": "string", "block": "Int64",
         "BLOCK": "Int64", "n": "Int64", "median_ms": "float64", "ci_lo_ms": "float64",
         "ci_hi_ms": "float64", "gbps": "float64", "flags": "string"}
     assert str(dtypes["started"]).startswith("datetime64") and "UTC" in dtypes["started"]
-    assert list(df.columns[:8]) == ["number", "status", "reason", "dtype", "footprint",
-                                    "cache", "grid", "block"]
+    assert list(df.columns[:9]) == ["number", "status", "retry", "reason", "dtype",
+                                    "footprint", "cache", "grid", "block"]
+    assert not df["retry"].any()                 # no worker was killed from outside
     by_status = df.groupby("status", observed=True).size().to_dict()
     assert by_status == {"ok": 4, "invalid": 2, "wrong_answer": 1, "missing": 1}
     failed = df[(df["grid_label"] == FAILED["grid"]) & (df["block"] == 64)

@@ -129,10 +129,11 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     """Slow (~40 s: three commands, each worker process importing torch).  A SIGKILL that
     sweeper did not send (the OOM killer, a user's kill -9), or a SIGTERM (a scheduler
     ending a job's processes), is no fault of the kernel's:
-    the trial is recorded crashed to be measured again, the command exits 0, and the next
-    run measures the config again, once; killed again, it is the config's crash (exit 3,
-    then in the next run's "failed in earlier runs"), measured no more.  The study reads
-    as one trial a config."""
+    the trial is recorded crashed to be measured again, counted apart from the failed;
+    the run, every other config tried, is not "complete" and exits 75 (run the same
+    command), and the next run measures the config again, once; killed again, it is the
+    config's crash (exit 3, then in the next run's "failed in earlier runs"), measured no
+    more.  The study reads as one trial a config."""
     from sweeper.cli import main
 
     monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
@@ -149,8 +150,11 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
         return status, out, [t for t in measured if not t.ok]
 
     status, out, failed = run()
-    assert status == 0, out
-    assert "done: 4 measured, 2 failed" in out and "failed: 2 crashed (first: #" in out
+    assert status == 75, out
+    assert ("done: 4 measured, 0 failed, 2 to measure again (their worker processes were "
+            "killed from outside), ") in out and "\nfailed:" not in out
+    assert ("stopped: every valid config tried, 2 of them to measure again (their worker "
+            "processes were killed from outside)\n") in out and "complete" not in out
     assert ("2 configs left for the next run to measure again: their worker processes were "
             "killed from outside (run the same command to measure them)") in out
     assert [(t.retry, t.config.meta["BLOCK"]) for t in failed] == [(True, 1024)] * 2
@@ -164,6 +168,7 @@ def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
     status, out, failed = run()           # the 4-warp config is measured, the other killed
     assert status == 3, out
     assert "done: 1 measured, 1 failed" in out and "earlier runs" not in out
+    assert "stopped: complete: every valid config tried" in out   # nothing is left
     assert "left for the next run" not in out
     (crashed,) = failed
     assert crashed.config.num_warps == 1 and not crashed.retry
@@ -214,16 +219,18 @@ def test_an_interrupted_run_counts_a_config_killed_from_outside_among_those_left
     assert again == len(killed)
     monkeypatch.setattr(SilentReporter, "trial", trial)
     main(command)
-    done = re.search(r"done: (\d+) measured, (\d+) failed", capsys.readouterr().out)
-    assert done is not None and int(done[1]) + int(done[2]) == left   # as many as it said
+    done = re.search(r"done: (\d+) measured, (\d+) failed(?:, (\d+) to measure again)?",
+                     capsys.readouterr().out)
+    assert done is not None                         # as many as it said, a config killed
+    assert sum(int(n or 0) for n in done.groups()) == left      # for the first time among
 
 
 def test_a_config_killed_from_outside_that_the_run_does_not_hold_is_not_left_to_it(
         write_space, tmp_path, monkeypatch, capsys):
     """Slow (~15 s: a worker process importing torch).  The study's config whose worker
     a SIGKILL from outside ended, measured with ``-p BLOCK=1024``, is left to a run of
-    that space; a run with ``-p BLOCK=256`` does not measure it, and says none is left
-    to it."""
+    that space (exit 75); a run with ``-p BLOCK=256`` does not measure it, says none is
+    left to it, and exits 0."""
     from sweeper.cli import main
 
     monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
@@ -231,7 +238,7 @@ def test_a_config_killed_from_outside_that_the_run_does_not_hold_is_not_left_to_
                                            "kernel: tests.kernels_for_tests:KilledOnBigBlock"))
     command = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
                "--quiet", "--no-report"]
-    assert main([*command, "--workers", "process", "-p", "BLOCK=1024"]) == 0
+    assert main([*command, "--workers", "process", "-p", "BLOCK=1024"]) == 75
     assert "1 config left for the next run to measure again" in capsys.readouterr().out
     assert main([*command, "-p", "BLOCK=256"]) == 0
     out = capsys.readouterr().out

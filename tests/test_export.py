@@ -124,16 +124,19 @@ def test_export_needs_a_successful_trial(tmp_path):
 def test_a_problem_whose_every_config_failed_is_named_as_not_exported(tmp_path):
     store = study(tmp_path, "half", 1 << 20, [("sms", 64, 256, 10.0)])
     store = StudyStore(store.root)
-    for i, status in ((1, TrialStatus.WRONG_ANSWER), (2, TrialStatus.WRONG_ANSWER),
-                      (3, TrialStatus.CRASHED)):
+    # the last one's worker was killed from outside: no crash, its config to measure again
+    for i, status, retry in ((1, TrialStatus.WRONG_ANSWER, False),
+                             (2, TrialStatus.WRONG_ANSWER, False),
+                             (3, TrialStatus.CRASHED, False), (4, TrialStatus.CRASHED, True)):
         store.append(TrialRecord(
             number=i, status=status, reason="output y: 3 of 4 elements differ",
             choice={"grid": "sms", "block": "64", "BLOCK": str(1024 << i)},
             config=Config(Problem("float32", 1 << 30), grid=1, block=64,
-                          meta={"BLOCK": 1024 << i})))
+                          meta={"BLOCK": 1024 << i}), retry=retry))
     store.close()
     with pytest.warns(TuningWarning, match=r"^not exported: copy float32 1GiB: no config of "
-                                           r"it ran ok \(2 wrong_answer, 1 crashed\); a "
+                                           r"it ran ok \(2 wrong_answer, 1 crashed, 1 to "
+                                           r"measure again\); a "
                                            r"lookup there gets the nearest tuned problem's "
                                            r"config$") as said:
         _, entries = export_study(store, tmp_path / "t.json")

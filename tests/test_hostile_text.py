@@ -75,7 +75,7 @@ def _labelled_study(tmp_path, gpu="G"):
 
 def test_csv_cells_start_no_formula_and_read_back_as_the_labels(tmp_path):
     store = _labelled_study(tmp_path, gpu="GPU, =cmd|' /C calc'!A0")
-    path, count, _ = export_csv(store, tmp_path / "replay.csv")
+    path, count, *_ = export_csv(store, tmp_path / "replay.csv")
     assert count == len(LABELS)
     text = path.read_text()
     for line in text.splitlines():          # each cell as a spreadsheet reads it

@@ -225,6 +225,42 @@ def test_nothing_measured_counts_each_failure_with_its_first_reason():
         "1 crashed (first: #3 grid=sms block=32: boom Traceback (most recent call last) ...)")
 
 
+KILLED = ("a SIGKILL that sweeper did not send killed the worker process: not the kernel's "
+          "fault, the next run measures it again")
+
+
+def test_a_trial_to_measure_again_is_counted_and_listed_apart_from_the_failed():
+    """A trial whose worker process was killed from outside (``retry``) failed by no
+    fault of the kernel's: the ``failed:`` line leaves it out, and every count and list
+    of trials by outcome says it "to measure again", never "crashed"."""
+    from sweeper.outcome import again_line, counts_text, failed_line
+
+    ok = record(0, TrialStatus.OK, BLOCK="256")
+    killed = [TrialRecord(**{**vars(record(n, TrialStatus.CRASHED, KILLED, BLOCK="1024")),
+                             "retry": True}) for n in (2, 1)]
+    crashed = record(3, TrialStatus.CRASHED, "boom", BLOCK="512")
+    assert failed_line([ok, *killed]) is None
+    assert failed_line([ok, *killed, crashed]) == (
+        "failed: 1 crashed (first: #3 grid=sms block=32 BLOCK=512: boom); every one with "
+        "BLOCK=512")
+    assert failure_counts(killed) == (
+        "2 to measure again (first: #1 grid=sms block=32 BLOCK=1024: a SIGKILL that sweeper "
+        "did not send killed the worker process: not the kernel's fault, the next run "
+        "measures it again)")
+    assert nothing_measured(killed, COMPLETE).startswith(
+        "no config was measured: 2 to measure again (first: #1 ")
+    assert counts_text(1, 0, 0, 0, 2) == (
+        "1 measured, 0 failed, 2 to measure again (their worker processes were killed from "
+        "outside)")
+    assert counts_text(1, 0, 1, 0, 1) == (
+        "1 measured, 1 failed, 1 to measure again (its worker process was killed from "
+        "outside)")
+    assert again_line([ok, crashed]) is None
+    assert again_line([ok, *killed]) == (
+        "to measure again: 2 configs, their worker processes were killed from outside "
+        "(first: #1 grid=sms block=32 BLOCK=1024); the next run of the study measures them")
+
+
 def test_the_failed_line_says_what_each_way_of_failing_shares_when_they_share_nothing():
     """A kernel that crashes at BLOCK=1024 and computes wrong at one other config: the
     failures together share nothing, so the line says what the crashed ones share, rather

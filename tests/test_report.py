@@ -163,6 +163,63 @@ def test_write_report_writes_images_markdown_and_json(tmp_path):
 
 
 
+def test_a_trial_to_measure_again_is_counted_and_listed_apart_from_the_failed(tmp_path,
+                                                                              capsys):
+    """A trial whose worker process was killed from outside (``retry``) is no failure of
+    the kernel's, and its config is the next run's to measure: report.md's counts and
+    failures, report.json's, the page's failures and trial table and the heatmap's cell
+    say so ("to measure again", ``retry``, ``again``), never ``crashed``."""
+    import dataclasses
+
+    from sweeper.report import html_fragment
+    from sweeper.report._html import trial_rows
+    from sweeper.report._tables import nothing_measured
+
+    killed = dataclasses.replace(
+        record(2, "2*sms", 32, 256, 0.0, TrialStatus.CRASHED,
+               "a SIGKILL that sweeper did not send killed the worker process: not the "
+               "kernel's fault, the next run measures it again", grid_value=264), retry=True)
+    store = copy_study(tmp_path, records=(*TRIALS[:2], killed, *TRIALS[3:], *BASE))
+    files = write_report(store, draw=False)
+    md = files.markdown.read_text()
+    assert ("8 trials: 4 measured, 1 failed, 1 to measure again (its worker process was "
+            "killed from outside), 2 skipped by constraints") in md
+    assert "| retry | a SIGKILL that sweeper did not send killed the worker process" in md
+    assert "crashed" not in md
+    data = json.loads(files.json.read_text())
+    assert data["counts"] == {"ok": 4, "invalid": 2, "wrong_answer": 1, "retry": 1}
+    assert {f["status"] for f in data["failures"]} == {"invalid", "wrong_answer", "retry"}
+    tables = study_tables(store)
+    assert "<summary>1 retry: a SIGKILL" in html_fragment(tables)
+    rows = trial_rows(tables)
+    status = rows["columns"].index("status")
+    shown = {r[0]: rows["levels"].get("status", [])[r[status]] if "status" in rows["levels"]
+             else r[status] for r in rows["rows"]}
+    assert shown[2] == "retry"
+    m256 = tables.heatmaps[0]
+    assert m256.notes.loc[32, "2*sms"] == "again" and m256.notes.loc[64, "2*sms"] == "fail"
+    from sweeper.cli import main
+
+    assert main(["report", str(store.root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [
+        "failed: 1 wrong_answer (first: #3 grid=2*sms block=64 BLOCK=256: 7 of 10 elements "
+        "differ from the input (first at index 3: nan != 0.5)); every one with grid=2*sms "
+        "block=64 BLOCK=256",
+        "to measure again: 1 config, its worker process was killed from outside (first: #2 "
+        "grid=2*sms block=32 BLOCK=256); the next run of the study measures it"]
+    # a replay table holds no row of it: replayed as "crashed", it would be the kernel's
+    assert main(["export", str(store.root), "--format", "csv", "-o",
+                 str(tmp_path / "t.csv")]) == 0
+    assert capsys.readouterr().out.strip().endswith(
+        "; left out 1 trial to measure again (its worker process was killed from outside: "
+        "a replay of the table says it does not hold its config)")
+    assert "crashed" not in (tmp_path / "t.csv").read_text()
+    assert nothing_measured(trials_frame([killed], ["BLOCK"])).startswith(
+        "no config was measured: 1 trial(s), 1 to measure again (its worker process was "
+        "killed from outside); the commonest reason: retry, ")
+
+
 def copy_study(tmp_path, finals=(), records=(*TRIALS, *BASE), axes=COPY_AXES):
     store = StudyStore(tmp_path / "st")
     store.create({"study": "st", "kernel": "copy", "command": "sweeper run x.yaml",

@@ -14,7 +14,9 @@ before is kept there); 2 bad input (space file, option,
 study, device), nothing written, or the kernel's source edited while ``run`` swept it
 (every trial measured before kept); 3 ``run`` measured, but some configs failed by the
 kernel's fault (a wrong answer, a crash, a compile error, a timeout, an impossible time:
-the ``failed:`` line names them); 130 interrupted (Ctrl-C: ``run`` and ``worker`` stop after
+the ``failed:`` line names them); 75 ``run`` tried every valid config but left some to
+measure again, their worker processes killed from outside (``EX_TEMPFAIL``: the same command
+measures them); 130 interrupted (Ctrl-C: ``run`` and ``worker`` stop after
 the trial in flight; twice: at once), every finished trial kept; 143 the same for a SIGTERM
 (a job scheduler's stop);
 141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell

@@ -6,6 +6,9 @@ EXIT_OK = 0
 EXIT_NOTHING_MEASURED = 1
 EXIT_USAGE = 2
 EXIT_CONFIGS_FAILED = 3       # the study holds configs failed by the kernel's fault, any run's
+#: every valid config tried, but some left to measure again (their worker processes were
+#: killed from outside): run the same command (sysexits.h's EX_TEMPFAIL, "try again")
+EXIT_MEASURE_AGAIN = 75
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143          # 128 + SIGTERM: stopped by a SIGTERM (a scheduler's)
 EXIT_BROKEN_PIPE = 141        # 128 + SIGPIPE, what a shell reports for a closed pipe

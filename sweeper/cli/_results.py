@@ -23,16 +23,18 @@ PICTURES = (".png", ".svg")
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``sweeper report``: write the report of a recorded study, after the line ``sweeper
-    run`` prints of its failed trials (``failed: ...``), where any failed."""
+    run`` prints of its failed trials (``failed: ...``), where any failed, and one of the
+    configs left to measure again (``to measure again: ...``), where any are."""
     from sweeper.engine import report_study
-    from sweeper.outcome import failed_line
+    from sweeper.outcome import again_line, failed_line
     from sweeper.winners import Sources
 
     store = open_study(args)
     # a study forced past a kernel edit: the failures of the trials the report shows
-    failed = failed_line(Sources.of(store.study_meta()).shown(store.records()[0]))
-    if failed is not None:
-        print(failed)
+    shown = Sources.of(store.study_meta()).shown(store.records()[0])
+    for line in (failed_line(shown), again_line(shown)):
+        if line is not None:
+            print(line)
     report_study(store, scale=args.scale, svg=args.svg, redraw=args.redraw)
     return 0
 

@@ -7,6 +7,7 @@ import argparse
 
 from sweeper.cli._exits import (
     EXIT_CONFIGS_FAILED,
+    EXIT_MEASURE_AGAIN,
     EXIT_NOTHING_MEASURED,
     EXIT_OK,
     signal_exit,
@@ -38,10 +39,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     else the study holds configs of the space that failed by the kernel's fault on its
     source now, this run's (the ``failed:`` line names them) or, resumed, earlier runs'
     (``failed in earlier runs:``): the same command run again keeps its status while the
-    study holds them, else done."""
+    study holds them, else every other config tried but some left to measure again (their
+    worker processes were killed from outside: the same command measures them, as after
+    a Ctrl-C, and a script that loops on the status knows to), else done."""
     result = run_sweep(run_options(args))
     if result.interrupted:
         return signal_exit(result.summary.stopped_by)
     if result.failure is not None:
         return EXIT_NOTHING_MEASURED
-    return EXIT_CONFIGS_FAILED if result.kernel_faults or result.failed_before else EXIT_OK
+    if result.kernel_faults or result.failed_before:
+        return EXIT_CONFIGS_FAILED
+    return EXIT_MEASURE_AGAIN if result.left_again else EXIT_OK

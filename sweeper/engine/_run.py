@@ -80,6 +80,18 @@ class RunResult:
                                                                          TERMINATED)
 
     @property
+    def left_again(self) -> int:
+        """The configs the sweep left to measure again (``retry``: their worker process was
+        killed from outside) where it tried every other valid config: its stop says so
+        instead of ``complete`` (:func:`~sweeper.outcome.tried_all_but`), and the same
+        command measures them; 0 where it left none, or stopped otherwise (a budget, a
+        signal: those say what they left)."""
+        from sweeper.outcome import tried_all_but
+
+        again = 0 if self.summary is None else self.summary.again
+        return again if again and self.summary.stopped_by == tried_all_but(again) else 0
+
+    @property
     def kernel_faults(self) -> int:
         """This run's trials that failed by the kernel's fault
         (:attr:`~sweeper.trial.TrialResult.kernel_fault`: a wrong answer, a crash, a
@@ -237,7 +249,7 @@ def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
     statuses), measured on its kernel source now and of configs this run's space holds:
     what it still holds of its failures (a config dropped from the space, or measured
     only on an earlier source, is not, nor a trial this run measures again: ``retry``)."""
-    from sweeper.outcome import FAILED
+    from sweeper.outcome import is_failure
     from sweeper.sweep._optuna import in_space
     from sweeper.winners import Sources
 
@@ -245,7 +257,7 @@ def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
     if not kept:
         return []
     return [t for t in Sources.of(store.study_meta()).measured_now(kept)
-            if t.status in FAILED and not t.retry and in_space(space, t.choice)]
+            if is_failure(t) and in_space(space, t.choice)]
 
 
 def _unchanged_since_alike(before: Any, after: Any, space: Any) -> str | None:
@@ -425,6 +437,7 @@ def _left_line(summary: Any) -> str | None:
     outside) and the finals of 1 problem left for the next run: Ctrl-C stopped the sweep
     (run the same command to measure them)``); after any other stop, the configs to be
     measured again; ``None`` where it left nothing of these."""
+    from sweeper.outcome import killed_from_outside
     from sweeper.sweep._budget import INTERRUPTED
 
     configs, exact = summary.left
@@ -432,25 +445,19 @@ def _left_line(summary: Any) -> str | None:
         if not summary.again:
             return None
         return (f"{counted(summary.again, 'config')} left for the next run to measure again: "
-                f"{_killed(summary.again)} (run the same command to measure "
+                f"{killed_from_outside(summary.again)} (run the same command to measure "
                 f"{'it' if summary.again == 1 else 'them'})")
     what = [f"{'' if exact else 'up to '}{counted(configs, 'config')}"] if configs else []
     again = min(summary.again, configs)
     if again:
         of = "" if again == configs else f"{again} of them "
-        what[0] += f" ({of}to measure again: {_killed(again)})"
+        what[0] += f" ({of}to measure again: {killed_from_outside(again)})"
     if summary.finals_stopped:
         what.append(f"{'the ' if configs else ''}finals of "
                     f"{counted(summary.finals_stopped, 'problem')}")
     who = "Ctrl-C" if summary.stopped_by == INTERRUPTED else "a SIGTERM"
     return (f"{' and '.join(what)} left for the next run: {who} stopped the "
             f"{'sweep' if configs else 'finals'} (run the same command to measure them)")
-
-
-def _killed(configs: int) -> str:
-    """Why ``configs`` configs are to be measured again."""
-    return ("its worker process was" if configs == 1 else
-            "their worker processes were") + " killed from outside"
 
 
 def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
@@ -816,10 +823,10 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     under the sweep's ``reporter``'s spinner, within the run's time budget ``time_s``,
     None: none); why nothing came of it (said on stderr), or None."""
     from sweeper.outcome import (
-        FAILED,
         absent_line,
         counts_text,
         failed_line,
+        is_failure,
         nothing_measured,
         outcome_lines,
         skipped_line,
@@ -829,12 +836,14 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     say = _printer(options.silent)          # the summary, unless silent
 
     own = summary.trials[summary.resumed:]
-    # a replay's configs its table lacks were never measured, and did not fail
+    # a replay's configs its table lacks were never measured, and did not fail; nor did
+    # those whose worker was killed from outside, which the next run measures again
     absent = sum(1 for t in own if t.status is TrialStatus.MISSING)
-    failed = sum(1 for t in own if t.status in FAILED)
+    again = sum(1 for t in own if t.retry)
+    failed = sum(1 for t in own if is_failure(t))
     ok = sum(1 for t in own if t.status is TrialStatus.OK)
     abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
-    say(f"done: {counts_text(ok, abandoned, failed, absent)}, {skipped_line(own)}, "
+    say(f"done: {counts_text(ok, abandoned, failed, absent, again)}, {skipped_line(own)}, "
         f"{summary.repeated} repeated proposals answered from the store, in "
         f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     earlier = failed_line(before, among=[*summary.trials[:summary.resumed], *own],

@@ -13,6 +13,7 @@ from sweeper.core._units import counted
 from sweeper.export import export_csv
 from sweeper.export_triton import export_module
 from sweeper.interop import Written
+from sweeper.outcome import killed_from_outside
 from sweeper.store import Storage, StudyStore
 from sweeper.winners import UNFINISHED
 
@@ -22,12 +23,18 @@ def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> W
     STUDY/replay.csv).  Trials ruled out by constraints (``invalid``) and configs a
     replayed table lacked (``missing``) measured nothing, and a replay table cannot hold
     them, so they are left out, and so are those a study resumed with ``--force`` after its
-    kernel was edited measured on the earlier source (a table holds each config once);
+    kernel was edited measured on the earlier source (a table holds each config once) and
+    those to be measured again (their worker process was killed from outside: their
+    configs were not measured, and a table's ``crashed`` would read as the kernel's fault);
     the Parquet export keeps every trial.  An existing file is
     replaced whole (``replace`` changes nothing)."""
-    path, count, earlier = export_csv(store, target or store.root / "replay.csv")
+    path, count, earlier, again = export_csv(store, target or store.root / "replay.csv")
     left_out = "" if not earlier else \
         f"; left out {counted(earlier, 'trial')} measured on an earlier source of the kernel"
+    if again:
+        left_out += (f"; left out {counted(again, 'trial')} to measure again "
+                     f"({killed_from_outside(again)}: a replay of the table says it does not "
+                     f"hold {'its config' if again == 1 else 'their configs'})")
     return Written(str(path), f"wrote {count} trials to {path} (replay it with "
                    f"{given('device', f'replay:{path}')}){left_out}")
 

@@ -4,7 +4,9 @@ The rows are the report's (:func:`sweeper.report.trials_frame`, so a notebook an
 ``report.md`` agree on every number), with each column given the dtype its values have:
 parameters and dimensions as nullable integers where every label is a whole number (a
 trial ruled out before it resolved has none: ``<NA>``, never ``nan`` or ``0``), the
-status as a categorical of every :class:`~sweeper.trial.TrialStatus`, times and rates
+status as a categorical of every :class:`~sweeper.trial.TrialStatus` (beside it ``retry``:
+a ``crashed`` trial whose worker process was killed from outside, no failure of the
+kernel's, whose config the next run measures again), times and rates
 as ``float64`` (rates ``nan`` for a trial without a median, not 0), text as ``string``,
 the start time as UTC timestamps, and ``source_hash``: the hash of the kernel's source
 the trial was measured on (a study resumed with ``--force`` after its kernel was edited
@@ -25,7 +27,8 @@ from sweeper.trial import TrialStatus
 from sweeper.winners import Sources
 
 #: The first columns, in this order; the axes and dimensions follow, then the rest.
-LEAD = ("number", "status", "reason", "dtype", "footprint", "cache", "grid", "block")
+LEAD = ("number", "status", "retry", "reason", "dtype", "footprint", "cache", "grid",
+        "block")
 #: Columns of the report's frame that repeat another one as text or are for drawing.
 DROPPED = ("size_label", "footprint_label", "score")
 TEXT = ("reason", "dtype", "cache", "grid_label", "dims", "stop", "stop_reason", "flags",
@@ -76,6 +79,7 @@ def _typed(df: pd.DataFrame, numeric: list[str]) -> pd.DataFrame:
     out = df.copy()
     out["number"] = out["number"].astype("int64")
     out["status"] = out["status"].astype(STATUS)
+    out["retry"] = out["retry"].astype(bool)       # a frame with no rows has it as floats
     for name in ("grid", "block", "footprint", "samples", "discarded", "outliers", *numeric):
         if name in out:
             out[name] = _integers_or_text(out[name])

@@ -36,7 +36,8 @@ What the maps promise a reader:
 - Grid labels are wrapped at spaces to the cell width; one with a piece that still does
   not fit is drawn turned (``label_rotation``), so labels never run into each other.
 - A cell with no number says why: ``fail``, ``skip`` (ruled out), ``missing`` (not in a
-  replay's table) or ``abandoned`` (cut short, clearly slower), as the report counts them
+  replay's table), ``abandoned`` (cut short, clearly slower) or ``again`` (to be measured
+  again: its worker process was killed from outside), as the report counts them
   (:data:`MARKS`).
 - A map with no number at all (every config in it failed or was ruled out) is computed
   but not drawn (``measured`` is false): an all-"fail" picture with a colour bar over
@@ -57,10 +58,12 @@ from sweeper.core._units import counted
 from sweeper.drawn_maps import ProblemMaps, drawable
 from sweeper.kernels import Headline
 from sweeper.options import SCALES
+from sweeper.outcome import RETRY
 from sweeper.report._tables import (
     LABELS,
     PROBLEM_ORDER,
     at_median,
+    outcome_labels,
     problem_key,
     rate_column,
     unit,
@@ -73,11 +76,11 @@ CELL_CHARS = 16
 #: Meta values per line of a cell's text in a best-over-meta map.
 META_PER_LINE = 2
 #: The word a cell with no number shows, by its trial's status: a config ruled out before
-#: it ran, one a replay's table does not hold and one whose sampling was cut short once
-#: clearly slower than the best are none of them failures (the run's ``done:`` line and
-#: the report count them apart); every other status is the kernel's or the GPU's
-#: ``fail``.
-MARKS = {"invalid": "skip", "missing": "missing", "abandoned": "abandoned"}
+#: it ran, one a replay's table does not hold, one whose sampling was cut short once
+#: clearly slower than the best and one to be measured again (its worker process killed
+#: from outside) are none of them failures (the run's ``done:`` line and the report count
+#: them apart); every other status is the kernel's or the GPU's ``fail``.
+MARKS = {"invalid": "skip", "missing": "missing", "abandoned": "abandoned", RETRY: "again"}
 #: A cell whose median's 95 % CI is wider than ± this % of the median is marked: beyond
 #: it, two configs' medians cannot be told apart (``compare_samples``' ``max_noise``).
 WIDE_CI_PCT = 5.0
@@ -266,7 +269,7 @@ def _grid(df: pd.DataFrame, grid_order: Sequence[str], block_order: Sequence[int
     rows, cols = list(block_order), list(grid_order)
     labels, rotation = tick_labels(_column_labels(df, grid_order, values_in_labels))
     cells = list(zip(df["block"].tolist(), df["grid_label"].tolist(), strict=True))
-    status, number = df["status"].tolist(), df["number"].tolist()
+    status, number = outcome_labels(df).tolist(), df["number"].tolist()
     marks: dict[tuple[Any, Any], str] = {}       # each failed cell's first trial's mark
     failed: dict[tuple[Any, Any], Any] = {}      # and its number
     for cell, state, n in zip(cells, status, number, strict=True):

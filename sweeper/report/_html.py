@@ -39,7 +39,7 @@ from sweeper.report._footprint import FootprintCurve
 from sweeper.report._heatmaps import HeatmapData, fmt_rate
 from sweeper.report._provenance import reproduce_command
 from sweeper.report._roofline import Roofline
-from sweeper.report._tables import LABELS, problem_keys, reason_kind, unit
+from sweeper.report._tables import LABELS, outcome_labels, problem_keys, reason_kind, unit
 from sweeper.space import format_size
 
 #: The trial table's columns, in order, where the study has them (the meta-parameters and
@@ -114,14 +114,16 @@ def trial_rows(tables: ReportTables) -> dict[str, Any]:
     """Every trial as a row of values under ``columns`` (numbers to :data:`DIGITS`
     significant digits, ``null`` where missing); columns blank in every row left out.  A
     text column of few values (status, problem, grid) holds indices into its ``levels``,
-    which the page's script puts back: a study's 10⁴ rows repeat them otherwise."""
+    which the page's script puts back: a study's 10⁴ rows repeat them otherwise.  A trial
+    to be measured again has the status ``retry``, as the page counts and lists it
+    (:func:`~sweeper.report._tables.outcome_labels`), not ``crashed``."""
     df = tables.frame
     if df.empty:
         return {"columns": [], "rows": [], "levels": {}}
     held = {*HELD, *tables.meta.meta_axes}
     names = [n for c in TRIAL_COLUMNS for n in (tables.meta.meta_axes if c == "META" else
                                                 [tables.metric] if c == "RATE" else [c])]
-    frame = df.assign(problem=problem_keys(df))
+    frame = df.assign(problem=problem_keys(df), status=outcome_labels(df))
     frame = frame[[c for c in dict.fromkeys(names) if c in frame
                    and not (c in held and frame[c].astype(str).nunique() <= 1)]]
     frame = _shared.without_blank_columns(frame.assign(**{
@@ -340,9 +342,9 @@ def _failures(tables: ReportTables) -> list[str]:
     if tables.failures.empty:
         return [_p(_shared.NO_FAILURES)]
     bad = df[df["status"] != "ok"]
-    kinds = bad["reason"].map(reason_kind)
+    kinds, labels = bad["reason"].map(reason_kind), outcome_labels(bad)
     for _, group in tables.failures.iterrows():
-        trials = bad[(bad["status"] == group["status"]) & (kinds == group["reason"])]
+        trials = bad[(labels == group["status"]) & (kinds == group["reason"])]
         shown = trials.head(REASONS_SHOWN)
         more = len(trials) - len(shown)
         items = "".join(

@@ -21,7 +21,14 @@ from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
 from sweeper.measure import Stats, Stop
 from sweeper.measure._duty import POWER_CAP
-from sweeper.outcome import counts_text, set_apart, skip_cause, skipped_text
+from sweeper.outcome import (
+    RETRY,
+    again_text,
+    counts_text,
+    set_apart,
+    skip_cause,
+    skipped_text,
+)
 from sweeper.space import Problem, format_size, parse_size, show_dims
 from sweeper.store import BaselineRecord, DutyRecord, StudyMeta, TrialRecord
 from sweeper.trial import FAILURES, TrialStatus
@@ -82,7 +89,8 @@ def _trial_row(t: TrialRecord, meta_names: Sequence[str], dim_names: Sequence[st
     """:func:`trials_frame`'s row of trial ``t``, by column name."""
     cfg = t.config
     row: dict[str, Any] = {
-        "number": t.number, "status": t.status.value, "reason": t.reason or "",
+        "number": t.number, "status": t.status.value, "retry": t.retry,
+        "reason": t.reason or "",
         "grid_label": t.choice.get("grid", ""), "grid": cfg.grid if cfg else None,
         "block": cfg.block if cfg else _number(t.choice.get("block", "")),
         "dtype": t.choice.get("dtype"), "footprint_label": t.choice.get("footprint"),
@@ -329,12 +337,25 @@ def reason_kind(reason: str) -> str:
 LISTED = 8
 
 
+def outcome_labels(df: pd.DataFrame) -> pd.Series:
+    """Each of ``df``'s trials by what became of it, as trials are counted and listed
+    (:func:`~sweeper.outcome.outcome_label`): its status, :data:`~sweeper.outcome.RETRY`
+    for one to be measured again (its worker process killed from outside), never
+    ``crashed``."""
+    if "status" not in df:                  # an empty study's frame has no columns
+        return pd.Series(dtype=object)
+    return df["status"].where(~df["retry"].astype(bool), RETRY) if "retry" in df \
+        else df["status"]
+
+
 def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
     """Trials that did not give a number, counted by status and reason (values stripped,
     so like failures count together), most first; each group with its ``trials``
     (``#2, #5, #9``), what its configs have ``in common`` that the measured ones lack
     (``BLOCK=512``: the labels of grid, block and the meta-parameters), and the complete
-    ``message`` of its first trial where stripping changed it (``""`` where not)."""
+    ``message`` of its first trial where stripping changed it (``""`` where not).  A trial
+    to be measured again is counted as :data:`~sweeper.outcome.RETRY`, not as crashed
+    (:func:`outcome_labels`)."""
     columns = ["status", "reason", "count", "trials", "in common", "message"]
     bad = df[df["status"] != "ok"]
     if bad.empty:
@@ -342,7 +363,8 @@ def failure_counts(df: pd.DataFrame) -> pd.DataFrame:
     fine = df[df["status"] == "ok"]
     config = [c for c in ("grid_label", "block", *df.attrs.get("meta", ())) if c in df]
     rows = []
-    for (status, reason), group in bad.assign(kind=bad["reason"].map(reason_kind)).groupby(
+    for (status, reason), group in bad.assign(status=outcome_labels(bad),
+                                              kind=bad["reason"].map(reason_kind)).groupby(
             ["status", "kind"], sort=False):
         numbers = sorted(int(n) for n in group["number"])
         listed = ", ".join(f"#{n}" for n in numbers[:LISTED])
@@ -380,13 +402,15 @@ def value_label(value: Any) -> str:
 def status_counts_text(df: pd.DataFrame) -> str:
     """``204 trials: 190 measured, 4 abandoned early, 6 failed, 4 skipped by constraints``:
     a study's trials by what became of them, counted as the run's ``done:`` line counts
-    them (an abandoned trial was measured until clearly slower, not failed)."""
-    counts = df["status"].value_counts().to_dict() if not df.empty else {}
+    them (an abandoned trial was measured until clearly slower, not failed; one whose
+    config is to be measured again did not fail either: ``2 to measure again (...)``)."""
+    counts = outcome_labels(df).value_counts().to_dict() if not df.empty else {}
     absent = counts.get(TrialStatus.MISSING.value, 0)     # a replay's: no failure
     failed = sum(counts.get(s.value, 0) for s in FAILURES) - absent
     abandoned = counts.get("abandoned", 0)
+    again = counts.get(RETRY, 0)
     return (f"{counted(len(df), 'trial')}: "
-            f"{counts_text(counts.get('ok', 0), abandoned, failed, absent)}, "
+            f"{counts_text(counts.get('ok', 0), abandoned, failed, absent, again)}, "
             f"{skipped_text(_skip_causes(df))}")
 
 
@@ -410,15 +434,16 @@ def nothing_measured(df: pd.DataFrame) -> str | None:
     config was measured."""
     if df.empty or (df["status"] == "ok").any():
         return None
-    counts = df["status"].value_counts()
+    counts = outcome_labels(df).value_counts()
     ran = counts.drop("invalid", errors="ignore")
-    parts = [f"{n} {status}" for status, n in ran.items()]
+    parts = [again_text(n) if status == RETRY else f"{n} {status}"
+             for status, n in ran.items()]
     if "invalid" in counts:
         parts.append(skipped_text(_skip_causes(df)))
     reasons = failure_counts(df)
     failed = reasons[reasons["status"] != "invalid"]
     top = (failed if len(failed) else reasons).iloc[0]
-    example = df[(df["status"] == top["status"])
+    example = df[(outcome_labels(df) == top["status"])
                  & (df["reason"].map(reason_kind) == top["reason"])].iloc[0]
     return (f"no config was measured: {len(df)} trial(s), {', '.join(parts)}; the "
             f"commonest reason: {top['status']}, {top['reason']!r} ({top['count']} trial(s); "

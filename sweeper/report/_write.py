@@ -41,6 +41,7 @@ from sweeper.report._tables import (
     headline_table,
     nothing_measured,
     one_at_a_time,
+    outcome_labels,
     power_summary,
     rate_column,
     single_valued,
@@ -242,7 +243,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def _report_json(tables: ReportTables) -> dict[str, Any]:
     meta, df = tables.meta, tables.frame
-    counts = df["status"].value_counts().to_dict() if not df.empty else {}
+    # by status, a trial to be measured again as "retry", not "crashed"
+    counts = outcome_labels(df).value_counts().to_dict() if not df.empty else {}
     return {
         "study": meta.study, "copied_from": meta.copied_from or None,
         "kernel": meta.kernel, "device_note": meta.device_note,

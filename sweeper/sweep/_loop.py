@@ -34,7 +34,7 @@ from sweeper.errors import RefusalFailed, SourceEdited
 from sweeper.finals import ROUNDS, problem_of
 from sweeper.kernels import Kernel
 from sweeper.kernels._watch import SourceWatch
-from sweeper.outcome import COMPLETE, problem_text
+from sweeper.outcome import COMPLETE, problem_text, tried_all_but
 from sweeper.plugins import sampler_capabilities
 from sweeper.samplers._exhaustive import PlannedSampler
 from sweeper.space import Config, Configs, Invalid, Space
@@ -248,6 +248,9 @@ class Sweep:
                 if self.stop.set:       # Ctrl-C or SIGTERM: the next run measures the rest
                     run.summary.left = run.budgets.left(run.study)
                 run.summary.again = run.again()
+                if run.summary.stopped_by == COMPLETE and run.summary.again:
+                    # "complete" only where nothing is left: these are the next run's
+                    run.summary.stopped_by = tried_all_but(run.summary.again)
                 if run.edited is not None:
                     raise self._edited(run, run.edited)
                 run.budgets.swept = True

@@ -327,9 +327,11 @@ function sweeperReport(rootId, script) {
       body.textContent = "";
       drawn.forEach(function (r) {
         var st = r[at.status];
-        // measured (cut short or not): plain; not run (ruled out, not in a replay's table): grey
+        // measured (cut short or not): plain; not run (ruled out, not in a replay's table) or
+        // left to measure again (its worker killed from outside): grey
         var tr = el("tr", st === "ok" || st === "abandoned" ? "" :
-                    st === "invalid" || st === "missing" ? "sw-invalid" : "sw-failed", null, body);
+                    st === "invalid" || st === "missing" || st === "retry" ? "sw-invalid" :
+                    "sw-failed", null, body);
         r.forEach(function (v, i) { el("td", cols[i] === "reason" ? "sw-reason" : "", fmt(v), tr); });
       });
     }
