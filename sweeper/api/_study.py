@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper._environ import optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, refuse
+from sweeper.api._errors import cut_at_call
 from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
@@ -25,8 +26,11 @@ class Study:
     """One study: ``name``, ``path``, the ``space`` it was run from, the ``device`` and
     ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
     :attr:`baselines`, :meth:`report` and :meth:`export`; ``storage`` is the store it is
-    read from (a folder's journal, or a database), its local folder by its absolute path."""
+    read from (a folder's journal, or a database), its local folder by its absolute path.
+    A sweeper error from any of its questions has the traceback of the call alone
+    (:mod:`sweeper.api._errors`)."""
 
+    @cut_at_call
     def __init__(self, storage: Storage | str | Path) -> None:
         if not isinstance(storage, (Storage, str, Path)):
             raise refuse("storage", storage, "a study; allowed: a study's folder (text or a "
@@ -54,32 +58,38 @@ class Study:
         """Where its records are, as messages name it (a file, or a URL and the study)."""
         return self.storage.location
 
+    @cut_at_call
     def meta(self) -> dict[str, Any]:
         """``study.json``'s content (the space, sampler, measurement, environment...)."""
         return self.storage.meta()
 
     @property
+    @cut_at_call
     def kernel(self) -> str:
         """The kernel swept, as the space file names it."""
         return self.storage.study_meta().kernel
 
     @property
+    @cut_at_call
     def space(self) -> str:
         """The space file's text the study was created from (a dict given to
         :func:`sweeper.run` as the YAML it was read as; files it extends follow it)."""
         return self.storage.study_meta().space_text
 
     @property
+    @cut_at_call
     def device(self) -> str:
         """The device that measured it: ``cuda``, ``interpret``, ``replay``..."""
         return str(self.storage.study_meta().fingerprint.get("device", "?"))
 
     @property
+    @cut_at_call
     def gpu(self) -> str:
         """The GPU it was measured on, as reports name it (``replay: NVIDIA H200`` for a
         replayed table)."""
         return self.storage.study_meta().gpu
 
+    @cut_at_call
     @entry()
     def trials_dataframe(self, *, samples: bool = False) -> pd.DataFrame:
         """One row per trial, typed: parameters as integers where they are numbers
@@ -95,6 +105,7 @@ class Study:
         return trials_table(self.storage, samples=flag("samples", samples))
 
     @property
+    @cut_at_call
     def winners(self) -> pd.DataFrame:
         """Per problem, the config it ends with, as report.md and ``sweeper export`` give
         it: the interleaved final's winner with that final's median, else the sweep's best
@@ -105,6 +116,7 @@ class Study:
         return winners_table(self.storage)
 
     @property
+    @cut_at_call
     def baselines(self) -> pd.DataFrame:
         """The torch baselines (the same work done by torch, timed the same way), one
         row per problem."""
@@ -112,6 +124,7 @@ class Study:
 
         return baselines_table(self.storage)
 
+    @cut_at_call
     @entry()
     def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
         """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
@@ -126,6 +139,7 @@ class Study:
         return write_report(self.storage, shared_scale=flag("shared_scale", shared_scale),
                             scale=scale).markdown
 
+    @cut_at_call
     def _repr_html_(self) -> str:
         """The study as a notebook shows it: report.html's content (interactive heatmaps,
         curves, every trial, failures, provenance) as one self-contained fragment, read
@@ -134,6 +148,7 @@ class Study:
 
         return html_fragment(study_tables(self.storage))
 
+    @cut_at_call
     @entry()
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> str:
@@ -157,6 +172,7 @@ class Study:
         return f"Study({self.storage.location!r})"
 
 
+@cut_at_call
 @entry()
 def load_study(study: str | Path, *, storage: str | None = None,
                studies_dir: str | Path = "studies") -> Study:
