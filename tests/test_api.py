@@ -479,6 +479,49 @@ def test_load_study_opens_a_study_and_refuses_a_folder_without_one(tmp_path):
         sweeper.load_study(tmp_path / "nothing")
 
 
+def test_a_study_is_checked_when_it_is_made_saying_what_is_allowed(tmp_path, monkeypatch):
+    """``sweeper.Study(path)`` of a folder without a study was made all the same, and
+    every question then raised, its display in a notebook too: refused at once, naming
+    the folder and what is allowed (a studies folder: its studies; a close name: that
+    study)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    monkeypatch.chdir(tmp_path)
+    sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", quiet=True, report=False)
+    allowed = ("allowed: a study's folder (what sweeper run prints, a Study's .path), or "
+               "sweeper.load_study(NAME) for a study's name under studies_dir")
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("nope")
+    assert str(err.value) == f"Study('nope'): no folder nope; {allowed}"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(StudyError) as err:
+        sweeper.Study(tmp_path / "empty")
+    assert str(err.value) == (f"Study({str(tmp_path / 'empty')!r}): no study in "
+                              f"{tmp_path / 'empty'} (no study.json); {allowed}")
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("mixed-replay")                   # a name: load_study's to find
+    assert str(err.value) == (f"Study('mixed-replay'): no folder mixed-replay; {allowed}; "
+                              "did you mean studies/mixed-replay?")
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("studies")
+    assert str(err.value) == (
+        "Study('studies'): studies is a studies folder, not a study; its studies: "
+        "mixed-replay; give one's folder (studies/mixed-replay), or "
+        "sweeper.load_study('mixed-replay', studies_dir='studies')")
+    with pytest.raises(StudyError, match=r"^Study\('studies/mixed-replay/study.json'\): "
+                       r"studies/mixed-replay/study.json is a file, not a folder; allowed"):
+        sweeper.Study("studies/mixed-replay/study.json")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "study.json").write_text("{")
+    with pytest.raises(StudyError, match=r"^bad"):
+        sweeper.Study("bad")
+    study = sweeper.Study("studies/mixed-replay")
+    assert study.kernel == "copy" and len(study.trials_dataframe()) == 8
+    shown, _ = DisplayFormatter().format(study)
+    assert "text/html" in shown
+    assert list(tmp_path.glob("nope*")) == []
+
+
 def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch, capsys):
     """``load_study("NAME")`` finds the study of that name under ``studies_dir`` (default
     ``studies``, as ``sweeper report NAME``) where no folder ``NAME`` holds one; a name
@@ -623,7 +666,7 @@ def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, ca
     """Python's own "got an unexpected keyword argument" says neither what the function
     takes nor which was meant: each API function says both, as a SweeperError that is a
     TypeError too, before anything runs or is written."""
-    study = tmp_path / "st" / "tiny"
+    study = tmp_path / "st" / "tiny-interpret"
     if "Study." in message:
         sweeper.run(TINY, device="interpret", studies_dir=tmp_path / "st", quiet=True,
                     report=False)

@@ -27,7 +27,8 @@ class Study:
     ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
     :attr:`baselines`, :meth:`report` and :meth:`export`; ``storage`` is the store it is
     read from (a folder's journal, or a database), its local folder by its absolute path.
-    A sweeper error from any of its questions has the traceback of the call alone
+    Made from a folder, the folder is checked at once (:func:`study_in`); a sweeper
+    error from any of its questions has the traceback of the call alone
     (:mod:`sweeper.api._errors`)."""
 
     @cut_at_call
@@ -36,7 +37,7 @@ class Study:
             raise refuse("storage", storage, "a study; allowed: a study's folder (text or a "
                          "Path), or a Storage")
         if not isinstance(storage, Storage):
-            storage = StudyStore(Path(storage))
+            storage = study_in(Path(storage))
         # held by its absolute path, whatever the store: a notebook that changes folder
         # (``%cd``) still reads this study, never one of the same relative path, and
         # writes its report and exports into its own folder
@@ -215,12 +216,49 @@ def find_study(study: str | Path, *, storage: str | None, studies_dir: str) -> S
     if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(studies_dir) / study
     store = StudyStore(path)
-    if store.orphaned():
-        raise StudyError(f"{path}: {store.journal_path.name} without study.json: nothing says "
-                         "what it measured; restore study.json or move the folder away")
-    if not store.exists():
+    if not store.exists() and not store.orphaned():
         looked = study if path == Path(study) else f"{study} and {path}"
         raise StudyError(f"no study {str(study)!r} (looked in {looked})"
                          f"{near_study(Path(study), Path(studies_dir))}")
+    return _readable(store)
+
+
+#: Most studies a refused :class:`Study` lists of a studies folder it was given.
+LISTED = 5
+
+
+def study_in(path: Path) -> StudyStore:
+    """The study in folder ``path``, as :class:`Study` opens it, checked at once: a
+    folder without one is a :class:`StudyError` naming it and saying what is allowed (a
+    studies folder: the studies it holds; else a study of a close name, and
+    :func:`load_study` for a study's name), never a study every question of which fails
+    later, its display in a notebook included."""
+    from sweeper.options import near_study
+
+    store = StudyStore(path)
+    if store.exists() or store.orphaned():
+        return _readable(store)
+    said = f"Study({str(path)!r}): "
+    held = sorted(p.parent.name for p in path.glob("*/study.json")) if path.is_dir() else []
+    if held:
+        shown = ", ".join(held[:LISTED]) + (f" ({len(held)} in all)" if len(held) > LISTED
+                                            else "")
+        raise StudyError(f"{said}{path} is a studies folder, not a study; its studies: "
+                         f"{shown}; give one's folder ({path / held[0]}), or "
+                         f"sweeper.load_study({held[0]!r}, studies_dir={str(path)!r})")
+    what = f"no study in {path} (no study.json)" if path.is_dir() else \
+        f"{path} is a file, not a folder" if path.exists() else f"no folder {path}"
+    raise StudyError(f"{said}{what}; allowed: a study's folder (what sweeper run prints, "
+                     "a Study's .path), or sweeper.load_study(NAME) for a study's name under "
+                     f"studies_dir{near_study(path, Path('studies'))}")
+
+
+def _readable(store: StudyStore) -> StudyStore:
+    """``store`` where its ``study.json`` can be read; a journal without it, or one that
+    cannot be read, is one line saying so."""
+    if store.orphaned():
+        raise StudyError(f"{store.root}: {store.journal_path.name} without study.json: "
+                         "nothing says what it measured; restore study.json or move the "
+                         "folder away")
     store.meta()                               # malformed: one line saying so
     return store
