@@ -152,14 +152,22 @@ class Study:
     @cut_at_call
     @entry()
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
-               replace: bool = False) -> str:
-        """Export the study as ``sweeper export`` does, and return where it went.
-        ``tuning`` (default): merge the winners into the tuning file ``target`` (default
-        ``$SWEEPER_TUNING`` or studies/tuning.json); ``csv``: a replay table; ``parquet``:
-        every trial with its raw samples; ``optuna``: an Optuna study in the storage
-        ``target`` names (``sqlite:///FILE.db`` or a journal file), refused when it holds
-        one of this name already unless ``replace``.  Errors name the keywords
-        (``target``, ``replace=True``), not ``sweeper export``'s flags."""
+               replace: bool = False) -> Path | str:
+        """Export the study as ``sweeper export`` does, and return where it went: the
+        file's :class:`~pathlib.Path`, as :meth:`report` returns report.md's, or for an
+        Optuna database its URL as given (a ``str``: a URL is no path).
+        ``tuning`` (default): merge the winners into the tuning file ``target``, by
+        default ``$SWEEPER_TUNING``, else ``studies/tuning.json`` of the working folder,
+        whatever folder the study is in (``sweeper export --studies-dir`` writes the same
+        file): it is the file :func:`sweeper.tuned` and ``sweeper tuned`` read at launch
+        time, knowing no studies folder; pass ``target`` for another, and give the
+        launches that file too.  ``csv``: a replay table (default ``STUDY/replay.csv``);
+        ``parquet``: every trial with its raw samples (``STUDY/trials.parquet``);
+        ``triton``: a module of Triton configs (``STUDY/tuned_configs.py``);
+        ``optuna``: an Optuna study in the storage ``target`` names (``sqlite:///FILE.db``
+        or a journal file), refused when it holds one of this name already unless
+        ``replace``.  Errors name the keywords (``target``, ``replace=True``), not
+        ``sweeper export``'s flags."""
         from sweeper.interop import export
 
         where = None if target is None else folder("target", target)

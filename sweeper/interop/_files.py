@@ -28,7 +28,7 @@ def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> W
     path, count, earlier = export_csv(store, target or store.root / "replay.csv")
     left_out = "" if not earlier else \
         f"; left out {counted(earlier, 'trial')} measured on an earlier source of the kernel"
-    return Written(str(path), f"wrote {count} trials to {path} (replay it with "
+    return Written(path, f"wrote {count} trials to {path} (replay it with "
                    f"{given('device', f'replay:{path}')}){left_out}")
 
 
@@ -50,7 +50,7 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
              f"{counted(len(section['ranked']), 'distinct config')}")
     later = "" if not unfinished else \
         f"; the sweep's best for now at {', '.join(unfinished)}: {UNFINISHED}"
-    return Written(str(path), f"wrote {wrote} to {path} ({_import_it(Path(path))}; configs(k=4) "
+    return Written(path, f"wrote {wrote} to {path} ({_import_it(path)}; configs(k=4) "
                    f"feeds @triton.autotune){kept}{later}{f'; {note}' if note else ''}")
 
 
