@@ -304,19 +304,38 @@ def stop(proc: subprocess.Popen[bytes] | None) -> bool:
     return True
 
 
+#: The processes :func:`linger` lets end on their own and has not reaped yet.
+_lingering: set[subprocess.Popen[bytes]] = set()
+_lingering_lock = threading.Lock()
+
+
 def linger(proc: subprocess.Popen[bytes]) -> None:
     """Let ``proc``, asked to end, exit on its own while this process goes on: a daemon
     thread reaps it, and stops it (:func:`stop`) if it has not ended within ``GRACE_S``
     (a worker tearing its CUDA context down takes tenths of a second); one still there
-    when this process exits is killed with its group then."""
+    when this process exits is killed with its group then (:func:`_kill_lingering`, the
+    one exit handler for all of them: a notebook that runs sweep after sweep in worker
+    processes would otherwise gather a handler, and a hold on its process, per worker)."""
     def reap() -> None:
         try:
             proc.wait(GRACE_S)
         except subprocess.TimeoutExpired:
             stop(proc)
+        finally:
+            with _lingering_lock:
+                _lingering.discard(proc)
 
+    with _lingering_lock:
+        _lingering.add(proc)
     threading.Thread(target=reap, name="sweeper-reap", daemon=True).start()
-    atexit.register(kill_now, proc, reap_s=0.0)
+
+
+def _kill_lingering() -> None:
+    """At exit: kill (with its group) each process :func:`linger` let end that is still
+    there, without waiting to reap it."""
+    with _lingering_lock:
+        procs = list(_lingering)
+    kill_now(*procs, reap_s=0.0)
 
 
 def _exited(pid: int) -> bool:
@@ -333,3 +352,4 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 
 atexit.register(release)
+atexit.register(_kill_lingering)

@@ -7,6 +7,7 @@ The CLI prints a ``SweeperError`` as one line and exits with status 2, or with i
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import traceback
@@ -17,20 +18,30 @@ from collections.abc import Callable, Sequence
 DEBUG_ENV = "SWEEPER_DEBUG"
 
 
-def user_line(err: BaseException) -> str | None:
-    """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: the innermost line of ``err``'s
-    traceback in the user's own code (not Python's, an installed package's or sweeper's),
-    its trailing comment left out: where the interpreter ran the kernel's body, or where
-    importing the user's module failed; ``None`` where there is none."""
+def users_code(filename: str) -> bool:
+    """Whether a frame of file ``filename`` runs the user's own code: not Python's, an
+    installed package's or sweeper's, nor code without a file (``<frozen importlib>``)."""
+    return not filename.startswith("<") and \
+        not os.path.realpath(filename).startswith(_not_users())
+
+
+@functools.cache
+def _not_users() -> tuple[str, ...]:
+    """The folders of Python, the installed packages and sweeper itself."""
     import sysconfig
 
     paths = sysconfig.get_paths()
-    # Python's folders, the installed packages' and sweeper's own
-    theirs = tuple(os.path.realpath(p) + os.sep for p in (
+    return tuple(os.path.realpath(p) + os.sep for p in (
         paths["stdlib"], paths["purelib"], paths["platlib"], os.path.dirname(__file__)))
+
+
+def user_line(err: BaseException) -> str | None:
+    """``kernels.py:12: x = tl.lod(x_ptr + offsets)``: the innermost line of ``err``'s
+    traceback in the user's own code (:func:`users_code`), its trailing comment left out:
+    where the interpreter ran the kernel's body, or where importing the user's module
+    failed; ``None`` where there is none."""
     for frame in reversed(traceback.extract_tb(err.__traceback__)):
-        path = os.path.realpath(frame.filename)
-        if frame.filename.startswith("<") or path.startswith(theirs) or not frame.line:
+        if not users_code(frame.filename) or not frame.line:
             continue
         return f"{os.path.basename(frame.filename)}:{frame.lineno}: " \
             f"{statement(linecache.getlines(frame.filename), frame.lineno or 0, frame.line)}"

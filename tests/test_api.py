@@ -481,6 +481,49 @@ def test_load_study_opens_a_study_and_refuses_a_folder_without_one(tmp_path):
         sweeper.load_study(tmp_path / "nothing")
 
 
+def test_a_study_is_checked_when_it_is_made_saying_what_is_allowed(tmp_path, monkeypatch):
+    """``sweeper.Study(path)`` of a folder without a study was made all the same, and
+    every question then raised, its display in a notebook too: refused at once, naming
+    the folder and what is allowed (a studies folder: its studies; a close name: that
+    study)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    monkeypatch.chdir(tmp_path)
+    sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", quiet=True, report=False)
+    allowed = ("allowed: a study's folder (what sweeper run prints, a Study's .path), or "
+               "sweeper.load_study(NAME) for a study's name under studies_dir")
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("nope")
+    assert str(err.value) == f"Study('nope'): no folder nope; {allowed}"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(StudyError) as err:
+        sweeper.Study(tmp_path / "empty")
+    assert str(err.value) == (f"Study({str(tmp_path / 'empty')!r}): no study in "
+                              f"{tmp_path / 'empty'} (no study.json); {allowed}")
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("mixed-replay")                   # a name: load_study's to find
+    assert str(err.value) == (f"Study('mixed-replay'): no folder mixed-replay; {allowed}; "
+                              "did you mean studies/mixed-replay?")
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("studies")
+    assert str(err.value) == (
+        "Study('studies'): studies is a studies folder, not a study; its studies: "
+        "mixed-replay; give one's folder (studies/mixed-replay), or "
+        "sweeper.load_study('mixed-replay', studies_dir='studies')")
+    with pytest.raises(StudyError, match=r"^Study\('studies/mixed-replay/study.json'\): "
+                       r"studies/mixed-replay/study.json is a file, not a folder; allowed"):
+        sweeper.Study("studies/mixed-replay/study.json")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "study.json").write_text("{")
+    with pytest.raises(StudyError, match=r"^bad"):
+        sweeper.Study("bad")
+    study = sweeper.Study("studies/mixed-replay")
+    assert study.kernel == "copy" and len(study.trials_dataframe()) == 8
+    shown, _ = DisplayFormatter().format(study)
+    assert "text/html" in shown
+    assert list(tmp_path.glob("nope*")) == []
+
+
 def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch, capsys):
     """``load_study("NAME")`` finds the study of that name under ``studies_dir`` (default
     ``studies``, as ``sweeper report NAME``) where no folder ``NAME`` holds one; a name
@@ -625,7 +668,7 @@ def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, ca
     """Python's own "got an unexpected keyword argument" says neither what the function
     takes nor which was meant: each API function says both, as a SweeperError that is a
     TypeError too, before anything runs or is written."""
-    study = tmp_path / "st" / "tiny"
+    study = tmp_path / "st" / "tiny-interpret"
     if "Study." in message:
         sweeper.run(TINY, device="interpret", studies_dir=tmp_path / "st", quiet=True,
                     report=False)
@@ -743,6 +786,97 @@ def test_debug_shows_each_failed_trials_traceback_as_the_commands_flag_does(
     assert study.trials_dataframe().status.value_counts()["crashed"] == 2
     with pytest.raises(SweeperError, match=r"^debug: 'yes' is not True or False$"):
         sweeper.run(space, studies_dir=tmp_path / "c", debug="yes", **options)
+
+
+def _frames(err: BaseException) -> list[tuple[Path, str]]:
+    """Each frame of ``err``'s traceback: its file and function."""
+    import traceback
+
+    return [(Path(f.filename), f.name) for f in traceback.extract_tb(err.__traceback__)]
+
+
+#: The one frame of sweeper's a sweeper error from an API call keeps (the call's).
+AT_CALL = (ROOT / "sweeper" / "api" / "_errors.py", "call")
+
+
+def test_a_sweeper_error_leaves_the_api_with_the_calls_traceback_alone(tmp_path,
+                                                                       monkeypatch):
+    """A refused resume is raised deep in the sweep (``check_resumable``); a notebook
+    showed those frames of sweeper's above its one line.  A sweeper error leaves each API
+    call with the caller's frames and the call's one frame; ``debug=True`` (or
+    ``SWEEPER_DEBUG=1``, for any call) keeps the rest."""
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    here = (Path(__file__),
+            "test_a_sweeper_error_leaves_the_api_with_the_calls_traceback_alone")
+    options: dict[str, Any] = {"device": f"replay:{mixed_table(tmp_path)}",
+                               "studies_dir": tmp_path, "quiet": True, "report": False}
+    study = sweeper.run(SPACE, **options)
+    edited = SPACE.replace("BLOCK: [512, 1024]", "BLOCK: [512]")
+    with pytest.raises(StudyError, match="cannot resume") as err:
+        sweeper.run(edited, **options)
+    assert _frames(err.value) == [here, AT_CALL]
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    with pytest.raises(StudyError, match="cannot resume") as err:
+        sweeper.run(edited, debug=True, **options)
+    assert "check_resumable" in [name for _, name in _frames(err.value)]
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(StudyError, match=r"^no study") as err:
+        sweeper.load_study(tmp_path / "nothing")
+    assert _frames(err.value) == [here, AT_CALL]
+    with pytest.raises(SweeperError, match="is a directory") as err:
+        study.export(tmp_path, format="csv")                 # refused deep in the writer
+    assert _frames(err.value) == [here, AT_CALL]
+    with pytest.raises(SweeperError, match=r"^scale:") as err:
+        study.report(scale="bogus")
+    assert _frames(err.value) == [here, AT_CALL]
+    monkeypatch.setenv("SWEEPER_DEBUG", "1")
+    with pytest.raises(StudyError, match=r"^no study") as err:
+        sweeper.load_study(tmp_path / "nothing")
+    assert "find_study" in [name for _, name in _frames(err.value)]
+
+
+def test_what_the_users_own_code_raised_stays_chained_from_its_first_line(tmp_path,
+                                                                          monkeypatch):
+    """A sampler's factory of the user's raised: that error, the cause, stays, its
+    traceback from the user's own first frame on (none of sweeper's or importlib's); the
+    import error behind a device module that is not there is sweeper's own business,
+    said in the message, and is left out."""
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_sampler.py").write_text(
+        "def make(context):\n    return build(context)\n\n\n"
+        "def build(context):\n    raise ValueError('my sampler is broken')\n")
+    with pytest.raises(SweeperError, match="its factory raised ValueError") as err:
+        sweeper.run({**TINY, "sampler": "my_sampler:make"}, device="interpret", quiet=True,
+                    report=False, gpu_check="off")
+    cause = err.value.__cause__
+    assert isinstance(cause, ValueError) and _frames(err.value)[-1] == AT_CALL
+    assert _frames(cause) == [(tmp_path / "my_sampler.py", "make"),
+                              (tmp_path / "my_sampler.py", "build")]
+    with pytest.raises(SweeperError, match="cannot load device") as err:
+        sweeper.run(TINY, device="no_such_module:Device", quiet=True, report=False)
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    assert _frames(err.value)[-1] == AT_CALL
+    with pytest.raises(SweeperError, match="cannot load device") as err:
+        sweeper.run(TINY, device="no_such_module:Device", quiet=True, report=False,
+                    debug=True)
+    assert isinstance(err.value.__cause__, ImportError)
+
+
+def test_an_error_not_sweepers_keeps_its_whole_traceback(tmp_path, monkeypatch):
+    """A bug (here a store that raises) is no message of sweeper's: every frame stays."""
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=tmp_path,
+                        quiet=True, report=False)
+
+    def broken(self: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(StudyStore, "records", broken)
+    with pytest.raises(RuntimeError, match="a bug") as err:
+        study.trials_dataframe()
+    names = [name for _, name in _frames(err.value)]
+    assert "trials_dataframe" in names and names[-1] == "broken"
 
 
 def test_a_dict_space_changed_since_its_study_is_refused_naming_keys_not_yaml_lines(
@@ -1014,7 +1148,8 @@ def test_a_second_ctrl_c_is_a_short_keyboard_interrupt_naming_the_study(tmp_path
         f"finished trial is kept in {journal}: call sweeper.run again with the same "
         "arguments to resume it"), run.stderr
     frames = re.findall(r'^  File "([^"]+)"', run.stderr, flags=re.MULTILINE)
-    assert frames == [str(script), str(ROOT / "sweeper" / "core" / "_spelling.py"),
+    assert frames == [str(script), str(ROOT / "sweeper" / "api" / "_errors.py"),
+                      str(ROOT / "sweeper" / "core" / "_spelling.py"),
                       str(ROOT / "sweeper" / "api" / "_run.py")], run.stderr
     assert "During handling" not in run.stderr and "direct cause" not in run.stderr
     kept = StudyStore(journal.parent).records()[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from pathlib import Path
 
 import optuna
 import pandas as pd
@@ -194,7 +195,7 @@ def study_trials(study):
 
 def test_csv_holds_every_trial_that_ran(mixed, tmp_path):
     target = tmp_path / "t.csv"
-    assert mixed.export(target, format="csv") == str(target)
+    assert mixed.export(target, format="csv") == target
     rows = list(csv.DictReader(line for line in target.read_text().splitlines()
                                if not line.startswith("#")))
     trials = mixed.trials_dataframe()
@@ -254,7 +255,7 @@ def test_csv_of_a_study_no_trial_of_which_ran_is_refused(tmp_path, capsys):
 
 
 def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_path):
-    assert mixed.export(tmp_path / "a.parquet", format="parquet") == str(tmp_path / "a.parquet")
+    assert mixed.export(tmp_path / "a.parquet", format="parquet") == tmp_path / "a.parquet"
     url = f"sqlite:///{tmp_path / 'a.db'}"
     assert mixed.export(url, format="optuna") == url
     assert mixed.export(url, format="optuna", replace=True) == url
@@ -265,6 +266,41 @@ def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_p
     for typed, meant in (("cvs", "csv"), ("CSV", "csv"), ("Parquet", "parquet")):
         with pytest.raises(sweeper.SweeperError, match=f"; did you mean '{meant}'\\?$"):
             mixed.export(tmp_path / "x", format=typed)
+
+
+def test_study_export_returns_the_files_path_or_the_databases_url(mixed, tmp_path):
+    """``Study.export`` returns where it wrote as ``Study.report`` does, a ``Path``, where
+    it wrote a file (it returned a ``str``); an Optuna database's URL is no path
+    (``Path("sqlite:///a.db")`` is ``sqlite:/a.db``), so it is the ``str`` given."""
+    for format, name in (("csv", "replay.csv"), ("parquet", "trials.parquet"),
+                         ("triton", "tuned_configs.py")):
+        written = mixed.export(format=format)
+        assert isinstance(written, Path) and written == mixed.path / name
+    journal = tmp_path / "optuna.log"
+    written = mixed.export(str(journal), format="optuna")
+    assert isinstance(written, Path) and written == journal
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    assert mixed.export(url, format="optuna") == url
+
+
+def test_the_tuning_file_is_the_working_folders_whatever_the_studies_folder(
+        mixed, tmp_path, monkeypatch):
+    """The tuning file is where launches look (``sweeper.tuned``, ``sweeper tuned``:
+    ``$SWEEPER_TUNING``, else ``studies/tuning.json`` of the working folder), and they
+    know no studies folder: ``Study.export()`` writes it there whatever ``studies_dir``
+    the study was run with, as ``sweeper export --studies-dir`` does."""
+    monkeypatch.delenv("SWEEPER_TUNING", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert mixed.export() == Path("studies", "tuning.json")
+    entries = json.loads((work / "studies" / "tuning.json").read_text())["entries"]
+    (work / "studies" / "tuning.json").unlink()
+    assert main(["export", "mixed-replay", "--studies-dir", str(tmp_path / "st")]) == 0
+    again = json.loads((work / "studies" / "tuning.json").read_text())["entries"]
+    assert len(again) == len(entries) == 1 and not (tmp_path / "st" / "tuning.json").exists()
+    monkeypatch.setenv("SWEEPER_TUNING", str(tmp_path / "mine.json"))
+    assert mixed.export() == tmp_path / "mine.json"
 
 
 def test_each_problem_is_an_optuna_study_of_its_own(tmp_path, capsys):

@@ -10,6 +10,7 @@ import re
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -329,6 +330,63 @@ def test_a_lingering_worker_that_does_not_end_is_stopped_after_the_grace():
     linger(proc)
     assert proc.poll() is None                       # not waited for
     assert proc.wait(GRACE_S + 15) is not None and time.monotonic() - t0 >= GRACE_S
+
+
+def test_workers_let_end_add_no_exit_handler_each():
+    """A notebook runs sweep after sweep with worker processes, each let end on its own:
+    no exit handler (and no hold on the ended process) is added per worker; the one
+    handler kills those still there at exit."""
+    import atexit
+    import subprocess
+    import threading
+
+    from sweeper._processes import GRACE_S, linger
+
+    before = atexit._ncallbacks()
+    procs = [subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+             for _ in range(5)]
+    for proc in procs:
+        linger(proc)
+    for thread in threading.enumerate():
+        if thread.name == "sweeper-reap":
+            thread.join(GRACE_S + 15)
+    assert all(p.returncode == 0 for p in procs)          # reaped, each by its thread
+    assert atexit._ncallbacks() == before
+    assert not _processes._lingering
+
+
+LINGERS_AT_EXIT = """
+import subprocess, sys
+from sweeper._processes import linger
+
+proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                        start_new_session=True)
+linger(proc)
+print(proc.pid, flush=True)
+"""
+
+
+def test_a_worker_still_ending_when_the_coordinator_exits_is_killed_then(tmp_path):
+    import subprocess
+
+    from tests.api_fixtures import ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", LINGERS_AT_EXIT], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    pid = int(run.stdout)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:            # gone, or dead and not reaped (a container's init may not reap)
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    pytest.fail(f"the lingering process {pid} outlived the process that let it end")
 
 
 def test_a_bad_space_file_starts_no_process(write_space, tmp_path, monkeypatch, capsys):

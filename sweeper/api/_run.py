@@ -5,7 +5,8 @@ It builds the engine's :class:`~sweeper.engine.RunOptions` from its arguments an
 and one from a shell check, measure, record and report alike.  A bad input raises the
 :class:`~sweeper.errors.SpaceError` or :class:`~sweeper.errors.SweeperError` whose one
 line the command prints (``<string>:3: params.BLOCK[0]: 300 is not a power of two``),
-never ``SystemExit``, and nothing is written."""
+never ``SystemExit``, with the traceback of the call alone (:mod:`sweeper.api._errors`;
+``debug=True`` keeps sweeper's frames), and nothing is written."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from sweeper._environ import environ_kept, optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
+from sweeper.api._errors import cut_at_call
 from sweeper.api._study import Study
 from sweeper.core._spelling import entry
 from sweeper.core._units import whole
@@ -42,6 +44,7 @@ from sweeper.store._schema import show
 TQDM_NOTICE = "IProgress not found"
 
 
+@cut_at_call
 @entry()
 def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         studies_dir: str | Path = "studies", study: str | None = None,
@@ -75,11 +78,13 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     (``--workers``: ``"process"`` or ``"inline"``), ``compile_workers``
     (``--compile-workers``: a count, or ``"auto"``), ``svg`` (``--svg``), ``timing``
     (``--timing``), ``debug`` (``sweeper --debug``: each failed trial's traceback on
-    standard error as it fails, a worker process's too; a study records only its reason)
-    and ``allow_path`` (a folder or a list of them).  A value of a type the
-    command could not have been given (``device=None``, ``force="no"``) is refused like
-    a bad value, with a :class:`~sweeper.errors.SweeperError`; every error names the
-    keywords, never the command's flags (``study``, ``force=True``:
+    standard error as it fails, a worker process's too, where a study records only its
+    reason; and a sweeper error raised with its whole traceback, sweeper's frames
+    included, not cut at this call) and ``allow_path`` (a folder or a list of them).  A
+    value of a type the command could not have been given (``device=None``,
+    ``force="no"``) is refused like a bad value, with a
+    :class:`~sweeper.errors.SweeperError`; every error names the keywords, never the
+    command's flags (``study``, ``force=True``:
     :mod:`sweeper.core._spelling`).  A run whose trials all failed still returns its
     study (what failed is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's
     interrupt) stops after the trial in flight and returns the study as it stands; a

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper._environ import optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, refuse
+from sweeper.api._errors import cut_at_call
 from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
@@ -25,14 +26,18 @@ class Study:
     """One study: ``name``, ``path``, the ``space`` it was run from, the ``device`` and
     ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
     :attr:`baselines`, :meth:`report` and :meth:`export`; ``storage`` is the store it is
-    read from (a folder's journal, or a database), its local folder by its absolute path."""
+    read from (a folder's journal, or a database), its local folder by its absolute path.
+    Made from a folder, the folder is checked at once (:func:`study_in`); a sweeper
+    error from any of its questions has the traceback of the call alone
+    (:mod:`sweeper.api._errors`)."""
 
+    @cut_at_call
     def __init__(self, storage: Storage | str | Path) -> None:
         if not isinstance(storage, (Storage, str, Path)):
             raise refuse("storage", storage, "a study; allowed: a study's folder (text or a "
                          "Path), or a Storage")
         if not isinstance(storage, Storage):
-            storage = StudyStore(Path(storage))
+            storage = study_in(Path(storage))
         # held by its absolute path, whatever the store: a notebook that changes folder
         # (``%cd``) still reads this study, never one of the same relative path, and
         # writes its report and exports into its own folder
@@ -54,32 +59,38 @@ class Study:
         """Where its records are, as messages name it (a file, or a URL and the study)."""
         return self.storage.location
 
+    @cut_at_call
     def meta(self) -> dict[str, Any]:
         """``study.json``'s content (the space, sampler, measurement, environment...)."""
         return self.storage.meta()
 
     @property
+    @cut_at_call
     def kernel(self) -> str:
         """The kernel swept, as the space file names it."""
         return self.storage.study_meta().kernel
 
     @property
+    @cut_at_call
     def space(self) -> str:
         """The space file's text the study was created from (a dict given to
         :func:`sweeper.run` as the YAML it was read as; files it extends follow it)."""
         return self.storage.study_meta().space_text
 
     @property
+    @cut_at_call
     def device(self) -> str:
         """The device that measured it: ``cuda``, ``interpret``, ``replay``..."""
         return str(self.storage.study_meta().fingerprint.get("device", "?"))
 
     @property
+    @cut_at_call
     def gpu(self) -> str:
         """The GPU it was measured on, as reports name it (``replay: NVIDIA H200`` for a
         replayed table)."""
         return self.storage.study_meta().gpu
 
+    @cut_at_call
     @entry()
     def trials_dataframe(self, *, samples: bool = False) -> pd.DataFrame:
         """One row per trial, typed: parameters as integers where they are numbers
@@ -95,6 +106,7 @@ class Study:
         return trials_table(self.storage, samples=flag("samples", samples))
 
     @property
+    @cut_at_call
     def winners(self) -> pd.DataFrame:
         """Per problem, the config it ends with, as report.md and ``sweeper export`` give
         it: the interleaved final's winner with that final's median, else the sweep's best
@@ -105,6 +117,7 @@ class Study:
         return winners_table(self.storage)
 
     @property
+    @cut_at_call
     def baselines(self) -> pd.DataFrame:
         """The torch baselines (the same work done by torch, timed the same way), one
         row per problem."""
@@ -112,6 +125,7 @@ class Study:
 
         return baselines_table(self.storage)
 
+    @cut_at_call
     @entry()
     def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
         """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
@@ -126,6 +140,7 @@ class Study:
         return write_report(self.storage, shared_scale=flag("shared_scale", shared_scale),
                             scale=scale).markdown
 
+    @cut_at_call
     def _repr_html_(self) -> str:
         """The study as a notebook shows it: report.html's content (interactive heatmaps,
         curves, every trial, failures, provenance) as one self-contained fragment, read
@@ -134,16 +149,25 @@ class Study:
 
         return html_fragment(study_tables(self.storage))
 
+    @cut_at_call
     @entry()
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
-               replace: bool = False) -> str:
-        """Export the study as ``sweeper export`` does, and return where it went.
-        ``tuning`` (default): merge the winners into the tuning file ``target`` (default
-        ``$SWEEPER_TUNING`` or studies/tuning.json); ``csv``: a replay table; ``parquet``:
-        every trial with its raw samples; ``optuna``: an Optuna study in the storage
-        ``target`` names (``sqlite:///FILE.db`` or a journal file), refused when it holds
-        one of this name already unless ``replace``.  Errors name the keywords
-        (``target``, ``replace=True``), not ``sweeper export``'s flags."""
+               replace: bool = False) -> Path | str:
+        """Export the study as ``sweeper export`` does, and return where it went: the
+        file's :class:`~pathlib.Path`, as :meth:`report` returns report.md's, or for an
+        Optuna database its URL as given (a ``str``: a URL is no path).
+        ``tuning`` (default): merge the winners into the tuning file ``target``, by
+        default ``$SWEEPER_TUNING``, else ``studies/tuning.json`` of the working folder,
+        whatever folder the study is in (``sweeper export --studies-dir`` writes the same
+        file): it is the file :func:`sweeper.tuned` and ``sweeper tuned`` read at launch
+        time, knowing no studies folder; pass ``target`` for another, and give the
+        launches that file too.  ``csv``: a replay table (default ``STUDY/replay.csv``);
+        ``parquet``: every trial with its raw samples (``STUDY/trials.parquet``);
+        ``triton``: a module of Triton configs (``STUDY/tuned_configs.py``);
+        ``optuna``: an Optuna study in the storage ``target`` names (``sqlite:///FILE.db``
+        or a journal file), refused when it holds one of this name already unless
+        ``replace``.  Errors name the keywords (``target``, ``replace=True``), not
+        ``sweeper export``'s flags."""
         from sweeper.interop import export
 
         where = None if target is None else folder("target", target)
@@ -157,6 +181,7 @@ class Study:
         return f"Study({self.storage.location!r})"
 
 
+@cut_at_call
 @entry()
 def load_study(study: str | Path, *, storage: str | None = None,
                studies_dir: str | Path = "studies") -> Study:
@@ -199,12 +224,49 @@ def find_study(study: str | Path, *, storage: str | None, studies_dir: str) -> S
     if not (path / "study.json").exists() and not (path / "trials.jsonl").exists():
         path = Path(studies_dir) / study
     store = StudyStore(path)
-    if store.orphaned():
-        raise StudyError(f"{path}: {store.journal_path.name} without study.json: nothing says "
-                         "what it measured; restore study.json or move the folder away")
-    if not store.exists():
+    if not store.exists() and not store.orphaned():
         looked = study if path == Path(study) else f"{study} and {path}"
         raise StudyError(f"no study {str(study)!r} (looked in {looked})"
                          f"{near_study(Path(study), Path(studies_dir))}")
+    return _readable(store)
+
+
+#: Most studies a refused :class:`Study` lists of a studies folder it was given.
+LISTED = 5
+
+
+def study_in(path: Path) -> StudyStore:
+    """The study in folder ``path``, as :class:`Study` opens it, checked at once: a
+    folder without one is a :class:`StudyError` naming it and saying what is allowed (a
+    studies folder: the studies it holds; else a study of a close name, and
+    :func:`load_study` for a study's name), never a study every question of which fails
+    later, its display in a notebook included."""
+    from sweeper.options import near_study
+
+    store = StudyStore(path)
+    if store.exists() or store.orphaned():
+        return _readable(store)
+    said = f"Study({str(path)!r}): "
+    held = sorted(p.parent.name for p in path.glob("*/study.json")) if path.is_dir() else []
+    if held:
+        shown = ", ".join(held[:LISTED]) + (f" ({len(held)} in all)" if len(held) > LISTED
+                                            else "")
+        raise StudyError(f"{said}{path} is a studies folder, not a study; its studies: "
+                         f"{shown}; give one's folder ({path / held[0]}), or "
+                         f"sweeper.load_study({held[0]!r}, studies_dir={str(path)!r})")
+    what = f"no study in {path} (no study.json)" if path.is_dir() else \
+        f"{path} is a file, not a folder" if path.exists() else f"no folder {path}"
+    raise StudyError(f"{said}{what}; allowed: a study's folder (what sweeper run prints, "
+                     "a Study's .path), or sweeper.load_study(NAME) for a study's name under "
+                     f"studies_dir{near_study(path, Path('studies'))}")
+
+
+def _readable(store: StudyStore) -> StudyStore:
+    """``store`` where its ``study.json`` can be read; a journal without it, or one that
+    cannot be read, is one line saying so."""
+    if store.orphaned():
+        raise StudyError(f"{store.root}: {store.journal_path.name} without study.json: "
+                         "nothing says what it measured; restore study.json or move the "
+                         "folder away")
     store.meta()                               # malformed: one line saying so
     return store

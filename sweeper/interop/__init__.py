@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweeper._lazy import lazy
@@ -25,9 +26,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Written:
-    """What an export wrote: where (a path or a storage URL) and the line saying so."""
+    """What an export wrote: where (the file's path, or a database's URL as given: a URL
+    is no path, ``Path("sqlite:///a.db")`` would drop a slash) and the line saying so."""
 
-    target: str
+    target: Path | str
     line: str
 
 
@@ -75,7 +77,7 @@ def export(store: Storage, format: str, target: str | None, *, replace: bool = F
         from sweeper.export import export_study
 
         path, entries = export_study(store, target)
-        return Written(str(path), f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")
+        return Written(path, f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")
     found = FORMATS.get(format) if isinstance(format, str) else None
     if found is None:
         known = ("tuning", *FORMATS)

@@ -35,7 +35,7 @@ def write_csv(store: Storage, target: str | None, *, replace: bool = False) -> W
         left_out += (f"; left out {counted(again, 'trial')} to measure again "
                      f"({killed_from_outside(again)}: a replay of the table says it does not "
                      f"hold {'its config' if again == 1 else 'their configs'})")
-    return Written(str(path), f"wrote {count} trials to {path} (replay it with "
+    return Written(path, f"wrote {count} trials to {path} (replay it with "
                    f"{given('device', f'replay:{path}')}){left_out}")
 
 
@@ -57,7 +57,7 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
              f"{counted(len(section['ranked']), 'distinct config')}")
     later = "" if not unfinished else \
         f"; the sweep's best for now at {', '.join(unfinished)}: {UNFINISHED}"
-    return Written(str(path), f"wrote {wrote} to {path} ({_import_it(Path(path))}; configs(k=4) "
+    return Written(path, f"wrote {wrote} to {path} ({_import_it(path)}; configs(k=4) "
                    f"feeds @triton.autotune){kept}{later}{f'; {note}' if note else ''}")
 
 

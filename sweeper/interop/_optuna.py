@@ -107,16 +107,18 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
             dists = distributions(meta.axes, group, skip=problem_axes)
             study.add_trials([frozen(t, dists, rate, since) for t in group])
 
+    where: Path | str = target                  # a database's URL as given, never a path
     if "://" in target:
         into_database(store, target, list(names.values()), write)
     else:
         into_journal(store, target, write)
+        where = Path(target)
     shown = ", ".join(repr(n) for n in names.values())
     first = next(iter(names.values()))
     earlier = len(every) - len(trials)
     left_out = "" if not earlier else \
         f"; left out {counted(earlier, 'trial')} measured on an earlier source of the kernel"
-    return Written(target, f"wrote {len(trials)} trials to the Optuna "
+    return Written(where, f"wrote {len(trials)} trials to the Optuna "
                    f"{'study' if len(names) == 1 else 'studies'} {shown} in "
                    f"{mask_url(target)} (optuna.load_study(study_name={first!r}, "
                    f"storage=...)){left_out}")

@@ -10,6 +10,8 @@ metadata holds the study, kernel, GPU and headline unit (pandas reads them back 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sweeper.core._spelling import given
 from sweeper.errors import SweeperError
 from sweeper.export import output_file
@@ -32,4 +34,4 @@ def write_parquet(store: Storage, target: str | None, *, replace: bool = False
     output_file(store, path)
     df = trials_table(store, samples=True)
     atomic_write(path, df.to_parquet(engine="pyarrow", index=False))   # no path: its bytes
-    return Written(str(path), f"wrote {len(df)} trials with their raw samples to {path}")
+    return Written(Path(path), f"wrote {len(df)} trials with their raw samples to {path}")
