@@ -279,7 +279,7 @@ def test_api_errors_name_the_keywords_where_the_commands_name_its_flags(tmp_path
             f"target={str(journal)!r}: it already holds an Optuna study 'tiny-interpret'; "
             "pass replace=True to delete it and write it again")):
         study.export(journal, format="optuna")
-    assert study.export(journal, format="optuna", replace=True) == str(journal)
+    assert study.export(journal, format="optuna", replace=True) == journal
 
 
 @pytest.mark.parametrize(("params", "api", "command"), [
@@ -413,7 +413,7 @@ def test_winners_are_the_reports_and_the_baselines_torchs(tmp_path):
     baselines = study.baselines
     assert list(baselines["name"]) == ["torch copy_"]
     assert baselines.loc[0, "median_ms"] > 0 and baselines.loc[0, "samples"] >= 1
-    assert study.export(tmp_path / "tuning.json") == str(tmp_path / "tuning.json")
+    assert study.export(tmp_path / "tuning.json") == tmp_path / "tuning.json"
     entry = json.loads((tmp_path / "tuning.json").read_text())["entries"][0]
     assert entry["median_ms"] == row["median_ms"] and entry["trial"] == row["number"]
 
