@@ -79,14 +79,70 @@ class FakeCompiler:
 
 def test_meta_parameters_block_and_dtype_become_defines():
     assert nvrtc_options({"VEC": 4, "UNROLL": 2}, 256, "float32") == (
-        "-DDTYPE=float", "-DUNROLL=2", "-DVEC=4", "-Dblock_size_x=256")
+        "-DDTYPE=float", "-DUNROLL=2", "-DVEC=4", "-Dblock_size_x=256", "-Dblock_size_y=1",
+        "-Dblock_size_z=1")
     assert "-DDTYPE=__nv_bfloat16" in nvrtc_options({}, 64, "bfloat16")
     assert "-DDTYPE=__half" in nvrtc_options({}, 64, "float16")
     # a meta-parameter the template takes is a template argument, not a macro
     template = "copy<{VEC}, {UNROLL}>"
     assert nvrtc_options({"VEC": 4, "UNROLL": 2, "PAD": 1}, 128, "float32", template) == (
-        "-DDTYPE=float", "-DPAD=1", "-Dblock_size_x=128")
+        "-DDTYPE=float", "-DPAD=1", "-Dblock_size_x=128", "-Dblock_size_y=1",
+        "-Dblock_size_z=1")
     assert instantiation(template, {"VEC": 4, "UNROLL": 2, "PAD": 1}) == "copy<4, 2>"
+
+
+#: A Kernel Tuner kernel that reads block_size_y with no #ifndef of its own.
+ROWS_CU = """\
+extern "C" __global__ void copy(DTYPE *dst, const DTYPE *src, int n) {
+    int i = (blockIdx.x * block_size_y + threadIdx.y) * block_size_x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+"""
+
+
+def test_block_size_y_and_z_are_defined_at_1_where_no_axis_sweeps_them(cu_space, tmp_path,
+                                                                       monkeypatch):
+    """Kernel Tuner defines ``block_size_y`` and ``block_size_z`` at every compile, 1 where
+    they are not tuned, and its kernels read them without an ``#ifndef``: each compile
+    here defines them too, so such a kernel compiles unchanged; a swept one is its axis's
+    value, defined once."""
+    from sweeper.kernels._cuda_build import _defines, precompile
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", ""))
+    (path.parent / "copy.cu").write_text(ROWS_CU)
+    kernel = load_kernel("cuda", load_space(path).kernel_options)
+    launch = kernel.plan.launch
+    launch.compiler = FakeCompiler()
+    config = Config(problem=Problem("float32", 4096), grid=8, block=128)
+    precompile(launch, config)
+    options = launch.compiler.calls[0][1]
+    assert {"-Dblock_size_x=128", "-Dblock_size_y=1", "-Dblock_size_z=1"} <= set(options)
+    swept = Config(problem=Problem("float32", 4096), grid=8, block=128,
+                   meta={"block_size_z": 1})
+    assert [o for o in _defines(launch, swept)[1] if "block_size_z" in o] == \
+        ["-Dblock_size_z=1"]
+
+
+def test_a_cuda_kernels_source_hash_reads_no_define_so_a_study_holds_across_them(
+        tmp_path, capsys, monkeypatch):
+    """A study's kernel source is the files, the entry, the args and the reference, never
+    the defines a config compiles with: a study measured where compiles defined other
+    names (before ``block_size_y`` and ``block_size_z`` were defined at 1) is resumed as
+    the same source, its configs measured."""
+    from sweeper.kernels import _cuda_build
+
+    run = _cuda_replay_study(tmp_path)
+    monkeypatch.setattr(_cuda_build, "nvrtc_options",
+                        lambda meta, block, dtype, template=None: (f"-Dblock_size_x={block}",))
+    assert main(run) == 0
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert main(run) == 0
+    out, err = capsys.readouterr()
+    assert "source changed" not in out + err
+    assert main(["plan", *run[1:run.index("--quiet")]]) == 0
+    assert "would measure 0 " in capsys.readouterr().out
 
 
 def test_the_cache_key_follows_source_includes_options_arch_and_nvrtc_only(tmp_path):

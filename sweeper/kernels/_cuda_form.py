@@ -37,6 +37,7 @@ from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
     DEFINE,
     DTYPE_DEFINE,
+    FLAT_DEFINES,
     IDENTIFIER,
     NUMBER,
     Arg,
@@ -558,9 +559,12 @@ def _check_template_defines(launch: CudaLaunch, files: Mapping[Path, str], param
 
 def _always_defined(launch: CudaLaunch, meta: Sequence[str]) -> set[str]:
     """The names every config defines as it compiles: the swept meta-parameters the
-    template does not pass, ``block_size_x`` and ``DTYPE``."""
+    template does not pass, ``block_size_x``, ``DTYPE``, and ``block_size_y`` and
+    ``block_size_z`` unless the template passes them
+    (:func:`~sweeper.kernels._cuda_spec.nvrtc_options`)."""
     passed = set(template_names(launch.template)) if launch.template else set()
-    return {*(n for n in meta if n not in passed), BLOCK_DEFINE, DTYPE_DEFINE}
+    return {*(n for n in (*meta, *FLAT_DEFINES) if n not in passed), BLOCK_DEFINE,
+            DTYPE_DEFINE}
 
 
 def _strings(value: Any, keys: bool = True) -> list[str]:

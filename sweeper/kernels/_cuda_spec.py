@@ -10,6 +10,9 @@ of the space and Kernel Tuner kernels compile unchanged:
   the ``template`` names it (a macro of a template parameter's name would break the
   template);
 - ``block_size_x``: the block, ``blockDim.x`` of the launch (Kernel Tuner's name);
+- ``block_size_y`` and ``block_size_z`` at 1 where no axis sweeps them, as Kernel Tuner
+  defines them, so that a kernel of its that reads them with no ``#ifndef`` of its own
+  compiles;
 - ``DTYPE``: the C type of the problem's dtype (``float``, ``__half``, ``__nv_bfloat16``
   ...), so a kernel written over ``DTYPE`` runs at every dtype the space sweeps.
 
@@ -385,6 +388,9 @@ def nvrtc_options(meta: Mapping[str, int], block: int, dtype: str,
     """The defines a config compiles with, sorted (the module's docstring lists them)."""
     in_template = set(template_names(template)) if template else set()
     defines = {n: str(v) for n, v in meta.items() if n not in in_template}
+    for name in FLAT_DEFINES:           # Kernel Tuner defines them at 1 where not swept
+        if name not in meta:
+            defines[name] = "1"
     defines[BLOCK_DEFINE] = str(block)
     defines[DTYPE_DEFINE] = C_TYPES[dtype]
     return tuple(f"-D{n}={v}" for n, v in sorted(defines.items()))
