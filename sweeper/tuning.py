@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
-from sweeper.core._model import BLOCKS, CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES
+from sweeper.core._model import CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES, LaunchShape
 from sweeper.errors import ExpressionError, SweeperError, TuningFileError
-from sweeper.kernels import SOURCE_HASH, Headline, moved_options, named_by
+from sweeper.kernels import SOURCE_HASH, Headline, launch_shape, moved_options, named_by
 from sweeper.space import DTYPES, Problem, format_size, parse
 from sweeper.space._parser import shown
 from sweeper.store._schema import FORMAT, Record, fields_problem
@@ -253,6 +253,7 @@ class TuningEntry(LaunchConfig, Record):
             if not math.isfinite(data[key]) or data[key] < 0:
                 return f"{key} is {shown(data[key])}; it must be a finite number >= 0"
         facts, dims = data["facts"], data.get("dims", {})
+        shape = launch_shape(data["kernel"])
         missing = [key for key in ("sms", "l2_bytes") if key not in facts]
         if missing:
             return f"'facts.{missing[0]}' is missing"
@@ -273,9 +274,9 @@ class TuningEntry(LaunchConfig, Record):
                 _footprint_rule_problem(data.get("footprint_expr"), dims) or
                 next((p for key, value, least in counts
                       if (p := _count_problem(key, value, least))), None) or
-                _config_problem("", data, dims) or
+                _config_problem("", data, dims, shape) or
                 next((p for i, top in enumerate(data.get("top", []))
-                      if (p := _top_problem(f"top[{i}].", top, dims))), None))
+                      if (p := _top_problem(f"top[{i}].", top, dims, shape))), None))
 
 
 def kernel_name(kernel: str, kernel_path: str | None = None,
@@ -343,15 +344,16 @@ def _names_problem(scope: str, values: dict[str, Any], whose: str) -> str | None
         "a keyword, not starting with '__'"
 
 
-def _config_problem(at: str, config: dict[str, Any], dims: dict[str, Any]) -> str | None:
+def _config_problem(at: str, config: dict[str, Any], dims: dict[str, Any],
+                    shape: LaunchShape) -> str | None:
     """What is wrong with a config's launch (``block``, ``meta`` and ``grid_expr``) as the
-    entry or its ``top[i]`` (``at``) holds it, or ``None``: a block the CUDA launch takes
-    (as a space allows it), meta keys that are a kernel's constexprs and nothing the launch
-    or the grid expression would read otherwise, values a Triton constexpr integer takes."""
+    entry or its ``top[i]`` (``at``) holds it, or ``None``: a block the kernel's launch
+    takes (``shape``, as a space allows it), meta keys that are a kernel's constexprs and
+    nothing the launch or the grid expression would read otherwise, values a Triton
+    constexpr integer takes."""
     block, meta = config["block"], config["meta"]
-    if block not in BLOCKS:
-        return f"{at}block is {shown(block)}; allowed: {', '.join(map(str, BLOCKS))} " \
-            "(threads a program: num_warps x 32)"
+    if not shape.allows(block):
+        return f"{at}block is {shown(block)}; allowed: {shape.text}"
     problem = _names_problem(f"{at}meta", meta, "a meta-parameter's")
     if problem:
         return problem
@@ -373,13 +375,14 @@ def _config_problem(at: str, config: dict[str, Any], dims: dict[str, Any]) -> st
     return None
 
 
-def _top_problem(at: str, top: dict[str, Any], dims: dict[str, Any]) -> str | None:
+def _top_problem(at: str, top: dict[str, Any], dims: dict[str, Any], shape: LaunchShape
+                 ) -> str | None:
     """What is wrong with one of an entry's top configs (``at``: ``top[i].``), or
     ``None``."""
     slowdown = top["slowdown"]
     if not math.isfinite(slowdown) or slowdown <= 0:
         return f"{at}slowdown is {shown(slowdown)}; it must be a positive number"
-    return _config_problem(at, top, dims)
+    return _config_problem(at, top, dims, shape)
 
 
 def entry_problem(entry: Any) -> str | None:

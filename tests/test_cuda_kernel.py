@@ -28,7 +28,7 @@ from sweeper.kernels._cuda_spec import (
     sources,
     unfound_includes,
 )
-from sweeper.space import Config, MeasureSpec, Problem, load_space
+from sweeper.space import Config, Invalid, MeasureSpec, Problem, load_space
 from tests.conftest import ROOT
 
 COPY_CU = ROOT / "examples" / "copy.cu"
@@ -858,6 +858,44 @@ def test_a_block_size_y_given_by_an_expression_is_refused_once_it_resolves_above
     assert not (tmp_path / "st").exists()
 
 
+def test_a_cuda_block_is_any_count_of_threads_a_launch_takes(cu_space, capsys, tmp_path):
+    """A CUDA C block is ``blockDim.x`` threads, any count from 1 to 1024 (Kernel Tuner
+    sweeps 16, 48 or ``32 * i``), not a Triton program's warps: such blocks plan, as an
+    expression's value resolves; one past 1024 is refused at its line, and a Triton
+    kernel's blocks stay num_warps × 32."""
+    text = space_text().replace("  block: [128]\n", "  block: [16, 48, '8 * sms']\n")
+    space = load_space(cu_space(text))
+    assert space.choices()["block"] == ("16", "48", "8 * sms")
+    assert space.resolve({"block": "8 * sms", "VEC": "1"}, {"sms": 12, "l2_bytes": 0}
+                         ).block == 96
+    with pytest.raises(Invalid, match=r"^block: 1056 threads; allowed: 1 to 1024 threads"):
+        space.resolve({"block": "8 * sms", "VEC": "1"}, {"sms": 132, "l2_bytes": 0})
+    path = cu_space(text.replace("48", "1056"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (f"{path}:10: params.block[1]: 1056 threads per "
+                                       "program; allowed: 1 to 1024 threads (blockDim.x)\n")
+    copy = (tmp_path / "copy.yaml")
+    copy.write_text("kernel: copy\nparams:\n  block: ['16 * sms']\n  footprint: [4KiB]\n")
+    with pytest.raises(Invalid, match=r"^block: 48 threads; allowed: 32, 64, 128, 256, "
+                                      r"512, 1024 \(num_warps × 32\)"):
+        load_space(copy).resolve({}, {"sms": 3, "l2_bytes": 0})
+
+
+def test_a_sweeper_cuda_kernel_takes_a_block_of_any_count_of_threads():
+    """``sweeper.kernel``'s ``block=`` is one its launch takes: a ``sweeper.cuda`` launch's
+    any count up to 1024, a Python launch's num_warps × 32."""
+    launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"])
+    declared = sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"},
+                              meta={"VEC": 4}, grid="cdiv(n, block * VEC)", block=48,
+                              reference=lambda src: src.clone())
+    assert declared.defaults["block"] == 48 and declared.launch_shape.allows(16)
+    with pytest.raises(sweeper.SweeperError, match=r"^kernel copy: block=2048 threads per "
+                       r"program; allowed: 1 to 1024 threads \(blockDim\.x\)$"):
+        sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},
+                       grid="cdiv(n, block * VEC)", block=2048,
+                       reference=lambda src: src.clone())
+
+
 def test_a_sweeper_cuda_kernel_with_a_meta_parameter_sweeper_defines_is_refused():
     """The Python form: ``meta={"block_size_x": ...}`` is refused as it is declared, in the
     space form's words."""
@@ -1143,6 +1181,26 @@ def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
     assert main(["run", "s.yaml", "--device", "interpret", "--studies-dir", "st"]) == 2
     assert capsys.readouterr().err == refused
     assert not (tmp_path / "st").exists()
+
+
+@pytest.mark.parametrize("form", ["called", "named"])
+def test_a_users_sweeper_cuda_kernel_takes_any_block_read_or_imported(tmp_path, monkeypatch,
+                                                                      form):
+    """A short kernel launching ``sweeper.cuda`` takes the blocks a CUDA C launch takes,
+    as ``plan`` reads its module (importing nothing) and as ``run`` imports it."""
+    module = f"anyblock_{form}"
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, block=48, '
+                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
+    (tmp_path / f"{module}.py").write_text(
+        "import sweeper\n\n" + USER_CUDA[form].format(declared=declared))
+    (tmp_path / "s.yaml").write_text(f"kernel: {module}:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  block: [16, 96]\n  footprint: [4KiB]\n")
+    monkeypatch.chdir(tmp_path)
+    for user_code in (False, True):
+        space = load_space(tmp_path / "s.yaml", user_code=user_code)
+        assert space.choices()["block"] == ("16", "96"), user_code
+        assert space.launch_shape.allows(48)
 
 
 def test_plan_counts_a_users_sweeper_cuda_kernels_binaries_as_nvrtcs(tmp_path, monkeypatch,

@@ -14,6 +14,7 @@ import sweeper
 from sweeper.cli import main
 from sweeper.errors import SweeperError, TuningFileError
 from sweeper.export import tuned
+from sweeper.tuning import read_tuning
 
 GPU = "Fake GPU"
 
@@ -50,7 +51,7 @@ def _one_line(capsys) -> str:
     return captured.err.rstrip("\n")
 
 
-BLOCKS = "allowed: 32, 64, 128, 256, 512, 1024 (threads a program: num_warps x 32)"
+BLOCKS = "allowed: 32, 64, 128, 256, 512, 1024 (num_warps × 32)"
 INT64 = "9223372036854775807"
 NAME = "a Python identifier, not a keyword, not starting with '__'"
 #: (what is changed in the second entry, the JSON text that replaces a value where only
@@ -154,6 +155,27 @@ def test_the_api_refuses_a_tampered_entry_with_a_typed_error(tmp_path, change, r
     assert said in str(err.value)
     with pytest.raises(TuningFileError):
         sweeper.tuned_kernel(path, key=["n"], gpu=GPU)
+
+
+@pytest.mark.parametrize("kernel, block, said", [
+    ("cuda", 48, None), ("cuda", 1, None), ("cuda", 1024, None),
+    ("cuda", 2048, "block is 2048; allowed: 1 to 1024 threads (blockDim.x)"),
+    ("cuda", 0, "block is 0; allowed: 1 to 1024 threads (blockDim.x)"),
+    ("copy", 48, f"block is 48; {BLOCKS}"), ("mine.kernels:k", 48, None)])
+def test_an_entry_s_block_is_checked_as_its_kernel_s_launch_takes_it(tmp_path, kernel, block,
+                                                                      said):
+    """A block is one the kernel's launch takes: any count of threads up to 1024 for a
+    CUDA C kernel (Kernel Tuner's 48, 16 or 1), warps for a Triton one; a user's kernel,
+    not imported as the file is read, takes what any CUDA launch takes."""
+    top = [{"grid_expr": "cdiv(n, block)", "block": block, "meta": {}, "slowdown": 1.0}]
+    path = _file(tmp_path, _entry(kernel=kernel, block=block, meta={},
+                                  grid_expr="cdiv(n, block)", top=top))
+    if said is None:
+        assert [e.block for e in read_tuning(path).entries] == [block]
+        return
+    with pytest.raises(TuningFileError) as err:
+        read_tuning(path)
+    assert f"): {said}" in str(err.value)
 
 
 @pytest.mark.parametrize("version, shown", [

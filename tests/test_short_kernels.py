@@ -339,8 +339,8 @@ def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, 
     ({"refuse": lambda: None}, "kernel k: refuse= <lambda>() at test_short_kernels.py:"),
     ({"grid": [1]}, "kernel k: grid=[1]; give the programs launched: an expression such as "
                     "\"cdiv(n, BLOCK)\", or an integer >= 1"),
-    ({"block": 33}, "kernel k: block=33; allowed: 32, 64, 128, 256, 512, 1024 (threads per "
-                    "program, num_warps × 32)"),
+    ({"block": 33}, "kernel k: block=33 threads per program; allowed: 32, 64, 128, 256, "
+                    "512, 1024 (num_warps × 32)"),
     ({"dtype": ["float32"]}, "kernel k: dtype=['float32']; allowed: float64, float32"),
     ({"footprint_bytes": 5}, "kernel k: footprint_bytes=5; give the bytes a problem is named "
                              "by as an expression over n and itemsize (a string"),

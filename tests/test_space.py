@@ -429,7 +429,11 @@ def test_schema_validates_every_shipped_space_and_matches_the_committed_copy():
         assert not errors, (path, errors[0].message)
     bad = {"kernel": "copy", "params": {"block": [48]}, "measure": {"flush": True}}
     messages = " ".join(e.message for e in validator.iter_errors(bad))
-    assert "'flush' was unexpected" in messages
+    assert "'flush' was unexpected" in messages and "[48]" in messages
+    # a CUDA C block is any count of threads up to 1024, as the cuda kernel's launch takes
+    assert not list(validator.iter_errors({"kernel": {"name": "cuda"},
+                                           "params": {"block": [48, 16]}}))
+    assert list(validator.iter_errors({"kernel": "cuda", "params": {"block": [2048]}}))
     committed = json.loads((ROOT / "docs" / "space.schema.json").read_text())
     assert committed == schema, "run: sweeper schema -o docs/space.schema.json"
 

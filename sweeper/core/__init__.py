@@ -13,12 +13,15 @@ from sweeper.core._bulk import bulk
 from sweeper.core._expr import Expr, cdiv, evaluate, parse
 from sweeper.core._facts import DeviceFacts
 from sweeper.core._model import (
+    THREAD_BLOCKS,
+    WARP_BLOCKS,
     Axis,
     AxisRole,
     Budget,
     Config,
     Constraint,
     Invalid,
+    LaunchShape,
     MeasureSpec,
     Origin,
     SamplerSpec,
@@ -36,6 +39,8 @@ from sweeper.core._units import DECLARED_ONLY, DTYPES, format_size, parse_durati
 __all__ = [
     "DECLARED_ONLY",
     "DTYPES",
+    "THREAD_BLOCKS",
+    "WARP_BLOCKS",
     "Axis",
     "AxisRole",
     "Budget",
@@ -45,6 +50,7 @@ __all__ = [
     "Dim",
     "Expr",
     "Invalid",
+    "LaunchShape",
     "MeasureSpec",
     "Origin",
     "Problem",

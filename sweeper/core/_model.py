@@ -40,6 +40,7 @@ class KernelDeclaration(Protocol):
     dims_from_footprint: ClassVar[Mapping[str, str]]
     options: ClassVar[Mapping[str, str]]        # option -> what it says (kernel: {...})
     dtypes: ClassVar[tuple[str, ...]]           # the dtypes it takes, in DTYPES' order
+    launch_shape: ClassVar[LaunchShape]         # the blocks its launch takes
 
     @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
@@ -70,10 +71,39 @@ LAUNCH_AXES = ("grid", "block")
 #: dict is called in errors; a dict's YAML is none the caller wrote, so messages name
 #: its keys, never its lines.
 STRING, DICT = "<string>", "<dict>"
-#: The threads a program may have: num_warps × 32, 1 to 32 warps.
+#: The most threads a CUDA block may have (``blockDim.x × y × z``).
+MAX_THREADS = 1024
+#: The threads a Triton program may have: num_warps × 32, 1 to 32 warps.
 BLOCKS = (32, 64, 128, 256, 512, 1024)
 #: The threads a program may have, as a message says what is allowed.
 BLOCKS_TEXT = f"{', '.join(map(str, BLOCKS))} (num_warps × 32)"
+
+
+@dataclass(frozen=True)
+class LaunchShape:
+    """The blocks a kernel's launch takes, as the kernel declares them: ``sizes``, the
+    threads a block may have (``None``: any count from 1 to :data:`MAX_THREADS`), and
+    ``text``, how a message says them.  A Triton program is ``num_warps`` warps
+    (:data:`WARP_BLOCKS`); a CUDA C block any count of threads a launch takes
+    (:data:`THREAD_BLOCKS`, Kernel Tuner's ``[16, 32, 64]`` or ``32 * i``)."""
+
+    sizes: tuple[int, ...] | None
+    text: str
+
+    def allows(self, block: int) -> bool:
+        """Whether a block of ``block`` threads is one the launch takes."""
+        return block in self.sizes if self.sizes is not None else 1 <= block <= MAX_THREADS
+
+    def problem(self, block: int) -> str | None:
+        """Why a block of ``block`` threads is none the launch takes, or ``None``."""
+        return None if self.allows(block) else \
+            f"{block} threads per program; allowed: {self.text}"
+
+
+#: A Triton kernel's blocks: ``num_warps`` × 32 threads.
+WARP_BLOCKS = LaunchShape(BLOCKS, BLOCKS_TEXT)
+#: A CUDA C kernel's blocks: any count of threads a launch takes.
+THREAD_BLOCKS = LaunchShape(None, f"1 to {MAX_THREADS} threads (blockDim.x)")
 #: The most programs a launch takes: CUDA's limit on a grid's x dimension, the largest
 #: program count Triton's int32 ``num_programs`` holds.
 MAX_GRID = 2**31 - 1
@@ -378,6 +408,8 @@ class Space:
     kernel_options: tuple[tuple[str, str], ...] = ()
     #: the kernel's dimensions and how they and the footprint follow from each other
     shape: Shape = field(default_factory=default_shape)
+    #: the blocks the kernel's launch takes (:attr:`KernelDeclaration.launch_shape`)
+    launch_shape: LaunchShape = WARP_BLOCKS
 
     @property
     def keyed(self) -> bool:
@@ -495,7 +527,8 @@ class Space:
 def make_steps(space: Space, max_footprint: int | None) -> list[Step]:
     """The steps of ``space.resolve`` with problems capped at ``max_footprint``: the
     dtype's item size; each axis's value in dependency order, the problem once its size
-    axes are known; each constraint; the grid and the block a launch can take."""
+    axes are known; each constraint; the grid and the block a launch can take (the
+    kernel's :attr:`Space.launch_shape`)."""
     dtype_dim = frozenset({space.dimension_of("dtype")})
 
     def itemsize(choice: Mapping[str, str], state: Resolving) -> None:
@@ -518,7 +551,8 @@ def make_steps(space: Space, max_footprint: int | None) -> list[Step]:
     out += [Step(frozenset(), c.expr.names, frozenset(), _constraint_step(c))
             for c in space.constraints]
     return [*out, Step(frozenset(), frozenset({"grid"}), frozenset(), _grid_step),
-            Step(frozenset(), frozenset({"block"}), frozenset(), _block_step)]
+            Step(frozenset(), frozenset({"block"}), frozenset(),
+                 _block_step(space.launch_shape))]
 
 
 def _value_step(space: Space, name: str) -> StepRun:
@@ -714,8 +748,10 @@ def _grid_step(choice: Mapping[str, str], state: Resolving) -> None:
                       "at least 1, and CUDA takes no more)", state.chosen["grid"].origin)
 
 
-def _block_step(choice: Mapping[str, str], state: Resolving) -> None:
-    block = state.env["block"]
-    if block not in BLOCKS:
-        raise Invalid(f"block: {block} threads; allowed: {', '.join(map(str, BLOCKS))}",
-                      state.chosen["block"].origin)
+def _block_step(shape: LaunchShape) -> StepRun:
+    def block_of(choice: Mapping[str, str], state: Resolving) -> None:
+        block = state.env["block"]
+        if not shape.allows(block):
+            raise Invalid(f"block: {block} threads; allowed: {shape.text}",
+                          state.chosen["block"].origin)
+    return block_of

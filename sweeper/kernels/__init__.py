@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from sweeper import plugins
-from sweeper.core import Dim
+from sweeper.core import THREAD_BLOCKS, Dim, LaunchShape
 from sweeper.errors import SweeperError, user_line
 from sweeper.kernels._base import (
     SOURCE_HASH,
@@ -100,6 +100,22 @@ def named_by(name: str) -> tuple[str, ...]:
     a built-in's declaration is imported."""
     declaration = _builtin_declaration(name)
     return () if declaration is None else tuple(declaration.named_by)
+
+
+@functools.cache
+def launch_shape(name: str) -> LaunchShape:
+    """The blocks kernel ``name``'s launch takes: a built-in's, as its declaration says
+    (:attr:`Kernel.launch_shape`: a Triton kernel's ``num_warps`` × 32 threads, ``cuda``'s
+    any count); for any other kernel, or a name no plugin has, every block a CUDA launch
+    takes (1 to 1024 threads), as a user's kernel is not imported to be asked (a tuning
+    file is read without running its code) and one launching compiled CUDA C
+    (``sweeper.cuda``) takes any.  Nothing but a built-in's declaration is imported."""
+    try:
+        if plugins.find(plugins.KERNEL, name).builtin:
+            return plugins.kernel_declaration(name).launch_shape
+    except SweeperError:
+        pass
+    return THREAD_BLOCKS
 
 
 def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], str]
@@ -284,6 +300,7 @@ __all__ = [
     "files_gone",
     "fill_random",
     "kernel_class",
+    "launch_shape",
     "load_kernel",
     "moved_options",
     "named_by",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from sweeper.core import DECLARED_ONLY, DTYPES, Config, Dim, Problem
+from sweeper.core import DECLARED_ONLY, DTYPES, WARP_BLOCKS, Config, Dim, LaunchShape, Problem
 from sweeper.errors import SweeperError, defined_at
 from sweeper.kernels._guess import streaming
 
@@ -266,6 +266,9 @@ class Kernel(abc.ABC):
     #: library op): ``export --format triton`` refuses its study saying so.  Empty: they
     #: can (compiled CUDA C, which cannot either, says so by :attr:`needs_gpu`).
     no_triton_function: ClassVar[str] = ""
+    #: The blocks its launch takes: a Triton program's ``num_warps`` × 32 threads; a
+    #: launch of compiled CUDA C (``cuda``, ``sweeper.cuda``) declares its own.
+    launch_shape: ClassVar[LaunchShape] = WARP_BLOCKS
 
     @classmethod
     def resolve_option(cls, key: str, value: str, folder: Path) -> str:

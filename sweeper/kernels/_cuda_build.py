@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sweeper.ceilings import cache_root
-from sweeper.core import Config
+from sweeper.core import THREAD_BLOCKS, Config
 from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import (
     FLAT_DEFINES,
@@ -161,6 +161,8 @@ class CudaLaunch:
     source identifies the kernel's version in a study."""
 
     needs_gpu = True
+    #: a CUDA C block: any count of threads a launch takes, not warps
+    launch_shape = THREAD_BLOCKS
 
     def __init__(self, source: Path, entry: str, args: Sequence[str],
                  template: str | None, module: str) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper import plugins
-from sweeper.core import DTYPES, Config, Problem, parse
+from sweeper.core import DTYPES, THREAD_BLOCKS, Config, LaunchShape, Problem, parse
 from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.escape import cut
@@ -144,6 +144,7 @@ class CudaDeclaration(Kernel):
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
+    launch_shape: ClassVar[LaunchShape] = THREAD_BLOCKS
     defaults: ClassVar[Mapping[str, Any]] = {"grid": "cdiv(n, block)", "block": 256,
                                              "dtype": "float32", "footprint": "64MiB"}
     summary: ClassVar[str] = ("a CUDA C/C++ kernel from a .cu file, compiled through NVRTC "

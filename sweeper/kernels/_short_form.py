@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.core import DTYPES, Config, Dim, Expr, evaluate, parse
-from sweeper.core._model import BLOCKS, FACT_NAMES
+from sweeper.core._model import FACT_NAMES, WARP_BLOCKS, LaunchShape
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError, defined_at
@@ -89,7 +89,8 @@ class Declaration:
         name = self.name or launch.__name__
         if not isinstance(name, str) or not name or name == "<lambda>":
             raise SweeperError("sweeper.kernel: give name= (a lambda has none)")
-        attrs: dict[str, Any] = {"name": name, **self.declares(name)}
+        shape = getattr(launch, "launch_shape", WARP_BLOCKS)   # sweeper.cuda's threads
+        attrs: dict[str, Any] = {"name": name, **self.declares(name, shape=shape)}
         plan = attrs["plan"] = self.plan(name, launch, tuple(attrs["dims"]), sourced=sourced)
         if isinstance(plan.inputs, Mapping):    # a factory's: checked as it makes them
             refuse_launch_args(name, plan, (*plan.inputs, *(
@@ -164,18 +165,22 @@ class Declaration:
             f"config that launches it: def {name}({tensors}, config): {jitted}"
             f"[(config.grid,)]({tensors}, ..., num_warps=config.num_warps, **config.meta)")
 
-    def declares(self, name: str, *, meta: bool = True, dims: bool = True) -> dict[str, Any]:
+    def declares(self, name: str, *, meta: bool = True, dims: bool = True,
+                 shape: LaunchShape = WARP_BLOCKS) -> dict[str, Any]:
         """What kernel ``name`` declares that a space is checked against, as the class
         attributes: its ``dims`` and ``meta_params`` (an autotuner's configs too), the
-        ``defaults`` of the axes a space leaves out and its footprint; without ``meta``
-        (or ``dims``) the meta-parameters and defaults (the dimensions and footprint) left
-        out, as :mod:`sweeper.kernels._unimported` leaves out what it could not read."""
+        ``defaults`` of the axes a space leaves out and its footprint, and the blocks its
+        launch takes (``shape``: its launch's, a ``sweeper.cuda`` one's any count of
+        threads); without ``meta`` (or ``dims``) the meta-parameters and defaults (the
+        dimensions and footprint) left out, as :mod:`sweeper.kernels._unimported` leaves
+        out what it could not read."""
         sizes = _dims(name, self.dims)
-        attrs: dict[str, Any] = {"dims": sizes, "meta_params": _meta(name, self.meta)}
+        attrs: dict[str, Any] = {"dims": sizes, "meta_params": _meta(name, self.meta),
+                                 "launch_shape": shape}
         if self.autotuned is not None:
             attrs.update(autotune_declaration(name, self.autotuned, sizes, attrs["meta_params"]))
         if meta:
-            attrs["defaults"] = self.defaults(name, sizes, attrs["meta_params"])
+            attrs["defaults"] = self.defaults(name, sizes, attrs["meta_params"], shape)
             first = attrs.get("autotune_params", {}).get("block")
             if first and self.block is None:      # the first config's warps, as its meta's
                 attrs["defaults"]["block"] = first[0]
@@ -201,10 +206,11 @@ class Declaration:
         except OptionError as err:
             raise SweeperError(f"kernel {name}: {err.key}: {err}") from None
 
-    def defaults(self, name: str, dims: Mapping[str, Dim], meta: Mapping[str, MetaParam]
-                 ) -> dict[str, Any]:
+    def defaults(self, name: str, dims: Mapping[str, Dim], meta: Mapping[str, MetaParam],
+                 shape: LaunchShape = WARP_BLOCKS) -> dict[str, Any]:
         """The values of the launch and problem axes a space leaves out: a footprint of
-        64 MiB where ``dims`` is not declared, else the dimensions' defaults."""
+        64 MiB where ``dims`` is not declared, else the dimensions' defaults; ``block=``
+        one the launch takes (``shape``)."""
         grid = self.grid
         if grid is None:
             if "n" not in dims or "BLOCK" not in meta:
@@ -215,10 +221,10 @@ class Declaration:
         elif not isinstance(grid, str) and ((count := whole(grid)) is None or count < 1):
             raise SweeperError(f"kernel {name}: grid={grid!r}; give the programs launched: "
                                "an expression such as \"cdiv(n, BLOCK)\", or an integer >= 1")
-        if self.block is not None and whole(self.block) not in BLOCKS:
-            raise SweeperError(f"kernel {name}: block={self.block!r}; allowed: "
-                               f"{', '.join(map(str, BLOCKS))} (threads per program, "
-                               "num_warps × 32)")
+        if self.block is not None and ((count := whole(self.block)) is None or
+                                       not shape.allows(count)):
+            raise SweeperError(f"kernel {name}: block={self.block!r} threads per program; "
+                               f"allowed: {shape.text}")
         if self.dtype is not None and (type(self.dtype) is not str or
                                        self.dtype not in DTYPES):
             raise SweeperError(f"kernel {name}: dtype={self.dtype!r}; allowed: "

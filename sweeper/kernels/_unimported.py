@@ -36,7 +36,7 @@ from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
-from sweeper.core import Dim
+from sweeper.core import THREAD_BLOCKS, WARP_BLOCKS, Dim
 from sweeper.errors import SweeperError, statement
 from sweeper.kernels._base import MetaParam, hash_of_source
 from sweeper.kernels._own_modules import absolute_name, module_file, own_source
@@ -800,7 +800,8 @@ class _Reader:
         declared = Declaration(inputs={}, outputs=(), reference=print, **given)
         attrs = declared.declares(
             name, meta=not any(u.startswith(("meta=", "autotuned=")) for u in unread),
-            dims=not any(u.startswith("dims=") for u in unread))
+            dims=not any(u.startswith("dims=") for u in unread),
+            shape=THREAD_BLOCKS if self.launches_cuda(launch) else WARP_BLOCKS)
         if unchecked is not None:       # what plan says it could not check
             attrs["unchecked_declaration"] = unchecked
         refuse = next((k.value for k in call.keywords if k.arg == "refuse"), None)

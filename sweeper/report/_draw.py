@@ -94,7 +94,7 @@ def heatmap_figure(data: HeatmapData) -> Any:
     ax.set_yticks(np.arange(grid.shape[0]) + 0.5, [str(b) for b in values.index],
                   va="center")
     ax.set_xlabel("grid (programs)")
-    ax.set_ylabel("block (threads = num_warps × 32)")
+    ax.set_ylabel("block (threads per program)")
     caption = data.caption + ("; too many columns to print each cell's number (`sweeper "
                               "export STUDY --format csv` lists them)" if compact else "")
     _titled(ax, data.title, caption, width, fontsize=9)

@@ -38,8 +38,6 @@ from sweeper import plugins
 from sweeper.core import _expr
 from sweeper.core._expr import LIMIT, Expr
 from sweeper.core._model import (
-    BLOCKS,
-    BLOCKS_TEXT,
     CACHE_MODES,
     FACT_NAMES,
     LAUNCH_AXES,
@@ -321,6 +319,7 @@ class _Parser:
             study=study, kernel=kernel_name, kernel_options=options, sampler=sampler,
             axes=tuple(axes), order=order, constraints=constraints, measure=measure,
             ties=tuple(self.ties), shape=self.shape, budget=budget,
+            launch_shape=self.kernel_cls.launch_shape,
             path=self.file, folder=str(self.folder), text=text,
             sha256=hashlib.sha256(text.encode()).hexdigest(), content_sha256=content)
 
@@ -877,7 +876,7 @@ class _Parser:
         kernel = self.kernel_cls
         declared = kernel.meta_params.get(axis)
         if axis == "block":
-            return BLOCKS_TEXT
+            return kernel.launch_shape.text
         if axis == "footprint":
             return f"a positive size, e.g. {kernel.defaults.get('footprint', '64MiB')}"
         if axis in self.shape.names:
@@ -899,8 +898,8 @@ class _Parser:
         meta-parameter that is not a power of two where it must be one or not among its
         ``choices``."""
         declared = self.kernel_cls.meta_params.get(axis)
-        if axis == "block" and value not in BLOCKS:
-            return f"{value} threads per program; allowed: {BLOCKS_TEXT}"
+        if axis == "block":
+            return self.kernel_cls.launch_shape.problem(value)
         if axis in self.shape.names:
             refusal = self.shape.dim(axis).refusal(value)
             return None if refusal is None else f"{axis}: {refusal}"

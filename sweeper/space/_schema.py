@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper import plugins
-from sweeper.core._model import BLOCKS, CACHE_MODES
+from sweeper.core._model import CACHE_MODES, MAX_THREADS, THREAD_BLOCKS, WARP_BLOCKS, LaunchShape
 from sweeper.core._units import DTYPE_ALIASES, DTYPES
 from sweeper.space._files import TOP_KEYS
 from sweeper.space._parser import (
@@ -82,6 +82,34 @@ def _kernel() -> dict[str, Any]:
             {"type": "object"}, {"type": "array"}]}}]}
 
 
+def _block(shape: LaunchShape) -> dict[str, Any]:
+    """The ``block`` axis of a kernel whose launch takes ``shape``'s blocks."""
+    value = {"enum": list(shape.sizes)} if shape.sizes is not None else \
+        {"type": "integer", "minimum": 1, "maximum": MAX_THREADS}
+    return {**_axis(value), "description": f"threads per program: {shape.text}"}
+
+
+def _blocks_by_kernel() -> list[dict[str, Any]]:
+    """Where ``kernel:`` names a built-in (by name, or in a mapping), its ``block`` axis
+    as its declaration's launch takes it (:attr:`Kernel.launch_shape`), and
+    ``from_autotune:``'s as a Triton kernel's: any other kernel (a plugin, a
+    ``module:attr``) is not imported, and takes what any launch takes."""
+    groups: dict[LaunchShape, list[str]] = {}
+    for name in plugins.KERNEL.builtins:
+        groups.setdefault(plugins.kernel_declaration(name).launch_shape, []).append(name)
+    out = []
+    for shape, names in groups.items():
+        named = {"anyOf": [{"enum": names}, {"type": "object", "required": ["name"],
+                                             "properties": {"name": {"enum": names}}}]}
+        out.append({"if": {"required": ["kernel"], "properties": {"kernel": named}},
+                    "then": {"properties": {"params": {"properties": {
+                        "block": _block(shape)}}}}})
+    out.append({"if": {"required": ["from_autotune"]},
+                "then": {"properties": {"params": {"properties": {
+                    "block": _block(WARP_BLOCKS)}}}}})
+    return out
+
+
 def space_schema() -> dict[str, Any]:
     """The space file's JSON Schema; a file that extends another may omit kernel and params."""
     meta = {param: {**_axis(SCALAR), "description": f"{name}: {spec.doc}"}
@@ -90,7 +118,7 @@ def space_schema() -> dict[str, Any]:
     params = {
         "grid": {**_axis(SCALAR), "description": "programs launched (an expression may read "
                  "sms, l2_bytes, n, itemsize and other axes)"},
-        "block": {**_axis({"enum": list(BLOCKS)}), "description": "threads per program"},
+        "block": _block(THREAD_BLOCKS),
         "dtype": _axis({"enum": [*DTYPES, *DTYPE_ALIASES]}, conditional=False),
         "footprint": {**_axis(SCALAR), "description": "bytes, e.g. 64MiB"},
         "cache": _axis({"enum": list(CACHE_MODES)}, conditional=False),
@@ -117,4 +145,5 @@ def space_schema() -> dict[str, Any]:
         "title": "sweeper space file", "type": "object", "additionalProperties": False,
         "properties": properties,
         "if": {"not": {"required": ["extends"]}}, "then": REQUIRED,
+        "allOf": _blocks_by_kernel(),
     }
