@@ -812,52 +812,6 @@ def test_an_axis_named_as_a_define_sweeper_gives_is_refused_at_its_line(cu_space
     assert err.count("\n") == 1
 
 
-#: A Kernel Tuner kernel of 2-D blocks: its rows are threadIdx.y, block_size_y of them.
-TALL_CU = """\
-extern "C" __global__ void copy(DTYPE *dst, const DTYPE *src, long long n) {
-    long long i = ((long long)blockIdx.x * block_size_y + threadIdx.y) * block_size_x
-                  + threadIdx.x;
-    if (i < n) dst[i] = src[i];
-}
-"""
-
-
-def test_a_kernel_tuner_block_size_y_above_1_is_refused_as_no_1d_launch_runs_it(
-        cu_space, capsys):
-    """A launch's blocks are 1-D: a kernel compiled with ``block_size_y=4`` would run with
-    ``threadIdx.y`` = 0 and leave three rows in four undone at every config, or, written
-    otherwise, be timed at a config it does not run.  1 is what the launch gives, and
-    plans."""
-    text = space_text().replace("  VEC: [1, 4]\n", "  block_size_y: [1, 4]\n")
-    path = cu_space(text)
-    (path.parent / "copy.cu").write_text(TALL_CU)
-    assert main(["plan", str(path), "--device", "interpret"]) == 2
-    assert capsys.readouterr().err == (
-        f"{path}:11: params.block_size_y: block_size_y=4, but sweeper launches a cuda "
-        "kernel's blocks in x alone (blockDim.y = 1, threadIdx.y = 0), where Kernel Tuner's "
-        "block_size_y is blockDim.y; allowed: 1, or a kernel indexed in x, its threads all "
-        "in block (a block of W × H threads as block: W * H, with threadIdx.x % W and "
-        "threadIdx.x / W for its x and y)\n")
-    path.write_text(text.replace("[1, 4]", "[1]"))
-    assert load_space(path).choices()["block_size_y"] == ("1",)
-
-
-def test_a_block_size_y_given_by_an_expression_is_refused_once_it_resolves_above_1(
-        cu_space, capsys, tmp_path):
-    """An expression over other axes has its values only once resolved: ``plan`` and
-    ``run`` refuse a ``block_size_y`` that comes to more than 1 at some config then, at
-    that value, before anything is written."""
-    text = space_text().replace("  VEC: [1, 4]\n", "  block_size_y: [1, 'block // 64']\n")
-    path = cu_space(text)
-    (path.parent / "copy.cu").write_text(TALL_CU)
-    assert main(["plan", str(path), "--studies-dir", str(tmp_path / "st")]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and err.startswith(f"{path}:11: params.block_size_y[1]: on "), err
-    assert "kernel cuda: block_size_y=2, but sweeper launches a cuda kernel's blocks in x " \
-           "alone" in err and err.count("\n") == 1
-    assert not (tmp_path / "st").exists()
-
-
 def test_a_cuda_block_is_any_count_of_threads_a_launch_takes(cu_space, capsys, tmp_path):
     """A CUDA C block is ``blockDim.x`` threads, any count from 1 to 1024 (Kernel Tuner
     sweeps 16, 48 or ``32 * i``), not a Triton program's warps: such blocks plan, as an
@@ -1147,14 +1101,15 @@ USER_CUDA = {
 }
 
 
-def user_cuda_module(folder: Path, module: str) -> None:
+def user_cuda_module(folder: Path, module: str, form: str = "called", more: str = "") -> None:
     """A user's module ``module`` in ``folder`` whose kernel ``copy`` launches
-    ``sweeper.cuda`` on a copy of examples/copy.cu beside it."""
+    ``sweeper.cuda`` on a copy of examples/copy.cu beside it, declared in ``form`` (a key
+    of :data:`USER_CUDA`) with ``more`` keywords of ``sweeper.kernel``'s."""
     shutil.copy(COPY_CU, folder / "copy.cu")
-    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
+    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, ' + more +
                 'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
     (folder / f"{module}.py").write_text(
-        "import sweeper\n\n" + USER_CUDA["called"].format(declared=declared))
+        "import sweeper\n\n" + USER_CUDA[form].format(declared=declared))
 
 
 @pytest.mark.parametrize("form", USER_CUDA)
@@ -1164,11 +1119,7 @@ def test_a_users_sweeper_cuda_kernel_is_gpu_only_to_plan_and_run_as_cuda_is(
     built-in ``cuda`` is: ``plan`` (which reads its source, importing nothing) and ``run``
     refuse it on the interpreter in the same one line, writing nothing."""
     module = f"usercuda_{form}"
-    shutil.copy(COPY_CU, tmp_path / "copy.cu")
-    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, '
-                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
-    (tmp_path / f"{module}.py").write_text(
-        "import sweeper\n\n" + USER_CUDA[form].format(declared=declared))
+    user_cuda_module(tmp_path, module, form)
     (tmp_path / "s.yaml").write_text(f"kernel: {module}:copy\nparams:\n  VEC: [1, 4]\n"
                                      "  footprint: [4KiB]\n")
     monkeypatch.chdir(tmp_path)
@@ -1189,11 +1140,7 @@ def test_a_users_sweeper_cuda_kernel_takes_any_block_read_or_imported(tmp_path, 
     """A short kernel launching ``sweeper.cuda`` takes the blocks a CUDA C launch takes,
     as ``plan`` reads its module (importing nothing) and as ``run`` imports it."""
     module = f"anyblock_{form}"
-    shutil.copy(COPY_CU, tmp_path / "copy.cu")
-    declared = ('inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4}, block=48, '
-                'grid="cdiv(n, block * VEC)", reference=lambda src: src.clone()')
-    (tmp_path / f"{module}.py").write_text(
-        "import sweeper\n\n" + USER_CUDA[form].format(declared=declared))
+    user_cuda_module(tmp_path, module, form, "block=48, ")
     (tmp_path / "s.yaml").write_text(f"kernel: {module}:copy\nparams:\n  VEC: [1, 4]\n"
                                      "  block: [16, 96]\n  footprint: [4KiB]\n")
     monkeypatch.chdir(tmp_path)
