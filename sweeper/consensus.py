@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.core import grid_labels
 from sweeper.finals import FinalRecord
 from sweeper.measure import PRACTICAL
 from sweeper.store import GpuSlot, ProblemKey, TrialRecord
@@ -101,8 +102,9 @@ def export_fields(agree: Agreement | None, trials: Mapping[int, TrialRecord]
         assert t.config is not None                # a finalist was measured
         winners.append({
             "gpu_index": gpu.index, "gpu": gpu.name, "trial": t.number,
-            "grid": t.config.grid, "grid_expr": t.choice["grid"], "block": t.config.block,
-            "meta": dict(t.config.meta),
+            "grid": t.config.grid, "grid_expr": t.choice["grid"],
+            **{f"{k}_expr": v for k, v in grid_labels(t.choice, t.config).items()},
+            **t.config.grid_extents, "block": t.config.block, "meta": dict(t.config.meta),
             "slowdown_pct": {str(g): round(100 * v, 3)
                              for g, v in agree.slowdown[t.number].items()}})
     return {"agreement": {"agreed": agree.agreed, "gpus": [g.index for g in agree.gpus],

@@ -19,6 +19,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.core import grid_labels
+
 #: Where an axis or a map holds more than one value: ``None`` could be a value.
 _MANY = object()
 
@@ -72,7 +74,8 @@ class ProblemMaps:
     def add_trial(self, trial: Any) -> None:
         """:meth:`add` of a trial record that holds a number: its config's meta values,
         grid and block as the record labels them."""
-        self.add(tuple(sorted(trial.config.meta.items())), trial.choice.get("grid"),
+        params = {**trial.config.meta, **grid_labels(trial.choice, trial.config)}
+        self.add(tuple(sorted(params.items())), trial.choice.get("grid"),
                  trial.choice.get("block"))
 
     def drawn_cells(self) -> int:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from sweeper.core import grid_labels
 from sweeper.core._units import counted
 from sweeper.dispatch import TOP_K
 from sweeper.errors import StaleTuningWarning, SweeperError, TuningWarning, user_stacklevel
@@ -227,10 +228,20 @@ def _median(t: TrialRecord) -> float:
 
 
 def config_identity(t: TrialRecord) -> str:
-    """What makes two trials of one problem the same config: grid, block, meta."""
+    """What makes two trials of one problem the same config: grid (in y and z too, where
+    its space gives them), block, meta."""
     assert t.config is not None
-    return json.dumps([str(t.choice["grid"]), t.config.block, dict(t.config.meta)],
-                      sort_keys=True)
+    extents = grid_labels(t.choice, t.config)
+    return json.dumps([str(t.choice["grid"]), t.config.block, dict(t.config.meta),
+                       *([extents] if extents else [])], sort_keys=True)
+
+
+def _grid_exprs(t: TrialRecord) -> tuple[str | None, str | None]:
+    """A trial's grid in y and z as a tuning file keeps them, ``grid_y_expr`` and
+    ``grid_z_expr`` (:func:`~sweeper.core.grid_labels`; ``None``: 1, a 1-D launch's)."""
+    assert t.config is not None
+    labels = grid_labels(t.choice, t.config)
+    return labels.get("grid_y"), labels.get("grid_z")
 
 
 def export_study(store: Storage, path: str | Path | None = None
@@ -251,7 +262,9 @@ def export_study(store: Storage, path: str | Path | None = None
     asked = asked_of(won.meta, recorded)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
-                                 slowdown) for t, slowdown in tops[key] if t.config],
+                                 slowdown, grid_y_expr=_grid_exprs(t)[0],
+                                 grid_z_expr=_grid_exprs(t)[1])
+                       for t, slowdown in tops[key] if t.config],
                       export_fields(pick.agreement, by_number), rule_for(rule, key.problem),
                       source, options, asked(pick.trial))
                for key, pick in won.picks.items()]
@@ -287,6 +300,8 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         kernel=meta.tuned_name, gpu=meta.gpu, dtype=problem.dtype,
         footprint=problem.footprint, dims=dict(problem.dims), grid=cfg.grid,
         grid_expr=str(t.choice["grid"]), block=cfg.block, meta=dict(cfg.meta),
+        grid_y=cfg.grid_y, grid_z=cfg.grid_z, grid_y_expr=_grid_exprs(t)[0],
+        grid_z_expr=_grid_exprs(t)[1],
         gbps=t.rate(Headline.GBPS, pick.median_ms), median_ms=pick.median_ms,
         median_from=pick.median_from, sweep_median_ms=stats.median, sweep_gbps=t.gbps,
         study=meta.study, trial=t.number, chosen_by=pick.chosen_by,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeper.core._model import CACHE_MODES
+from sweeper.core._model import CACHE_MODES, MAX_GRID_YZ
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import bracketing, candidates, log_distance
@@ -33,7 +33,14 @@ from sweeper.errors import (
 )
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
 from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, parse_size, show_dims
-from sweeper.tuning import MAX_GRID, TopConfig, TuningEntry, entry_name, read_tuning, tuning_path
+from sweeper.tuning import (
+    MAX_GRID,
+    TopConfig,
+    TuningEntry,
+    entry_name,
+    read_tuning,
+    tuning_path,
+)
 
 
 @dataclass(frozen=True)
@@ -41,15 +48,18 @@ class Candidate(TopConfig):
     """A config to try for the asked problem: one of a tuned problem's top configs, with
     its ``slowdown`` there (the asked problem where it was tuned, else the nearest tuned
     problem around it that has the config) and its ``grid`` computed for the asked
-    problem."""
+    problem (``grid_y`` and ``grid_z`` too: 1 where it has no expression for them)."""
 
     grid: int = 0
+    grid_y: int = 1
+    grid_z: int = 1
 
 
 @dataclass(frozen=True)
 class TunedConfig(TuningEntry):
-    """A tuning file's entry as a launch asked for it: its ``grid`` is computed for the
-    problem asked for (the entry's own was for the problem it was tuned at)."""
+    """A tuning file's entry as a launch asked for it: its ``grid`` (a CUDA C launch's
+    ``grid_y`` and ``grid_z`` too) is computed for the problem asked for (the entry's own
+    was for the problem it was tuned at)."""
 
     #: sum over dimensions of |log2(tuned / asked)|: 0 when tuned at the asked problem
     distance: float = 0.0
@@ -176,11 +186,12 @@ class Tuning:
         stale = next((self.entries[i] for i in reach if self._stale(self.entries[i])), None)
         config = TunedConfig(
             **{**vars(entry), "meta": dict(entry.meta), "dims": dict(entry.dims),
-               "grid": self._grid(index, entry, dtype, footprint, dims)},
+               **self._grids(index, entry, dtype, footprint, dims)},
             distance=near.distance, far=near.far, by_architecture=matched.by_architecture,
             stale=stale is not None,
             candidates=tuple(Candidate(t.grid_expr, t.block, dict(t.meta), t.slowdown,
-                                       self._grid(i, t, dtype, footprint, dims))
+                                       grid_y_expr=t.grid_y_expr, grid_z_expr=t.grid_z_expr,
+                                       **self._grids(i, t, dtype, footprint, dims))
                              for i, t in chosen))
         if stale is not None:
             warn_stale(stale, self.path)
@@ -310,13 +321,16 @@ class Tuning:
                           "that was not tuned gets the neighbouring tuned winners only (the "
                           "nearest first): export the study again for dispatch candidates",
                           TuningWarning, stacklevel=user_stacklevel())
-        return entry.top or [TopConfig(entry.grid_expr, entry.block, entry.meta, 1.0)]
+        return entry.top or [TopConfig(entry.grid_expr, entry.block, entry.meta, 1.0,
+                                       grid_y_expr=entry.grid_y_expr,
+                                       grid_z_expr=entry.grid_z_expr)]
 
-    def _grid(self, index: int, config: TuningEntry | TopConfig, dtype: str,
-              footprint: int | None, dims: Mapping[str, int] | None) -> int:
-        """The grid expression of ``config`` (entry ``index`` or one of its top configs)
+    def _grids(self, index: int, config: TuningEntry | TopConfig, dtype: str,
+               footprint: int | None, dims: Mapping[str, int] | None) -> dict[str, int]:
+        """The grid expressions of ``config`` (entry ``index`` or one of its top configs)
         evaluated for the problem asked for: its dimensions, footprint and ``n`` (each
-        where known), the entry's device facts, block and meta."""
+        where known), the entry's device facts, block and meta; ``grid``, and a CUDA C
+        launch's ``grid_y`` and ``grid_z`` (1 where it keeps no expression for them)."""
         entry = self.entries[index]
         facts = {k: v for k, v in entry.facts.items() if k in ("sms", "l2_bytes") and
                  v is not None}
@@ -337,36 +351,46 @@ class Tuning:
             return TuningFileError(message, file=str(self.path), entry=index,
                                    name=entry_name(vars(entry)))
 
-        expr = parse(config.grid_expr)              # checked as the tuning file was read
-        by_dims = sorted(set(entry.dims) & expr.names - set(env))
-        if by_dims:     # asked by footprint: the grid needs the dimensions, not the bytes
-            raise SweeperError(
-                f"{entry.kernel} was tuned over the dimensions {' '.join(entry.dims)} and "
-                f"its grid {config.grid_expr!r} reads {by_dims[0]}, which a footprint does "
-                f"not give; give the dimensions instead (--dims "
-                f"{','.join(f'{d}=...' for d in entry.dims)}, dims={{...}})")
-        try:
-            grid = int(evaluate(expr, env))
-        except (SweeperError, ValueError, OverflowError, RecursionError) as err:
-            unread = sorted({"n", "footprint"} & expr.names - set(env))
-            if unread:    # an entry written before it kept its kernel's footprint rule
-                raise refused(
-                    f"grid_expr {config.grid_expr!r} reads {unread[0]}, which this entry "
-                    f"cannot compute at {asked}: it keeps no footprint rule "
-                    "(footprint_expr); export the study again with this sweeper, or give "
-                    "the footprint (--footprint, footprint=)") from None
-            raise refused(f"grid_expr: {err}") from None
-        if not 1 <= grid <= MAX_GRID:
-            allowed = "a launch needs at least one" if grid <= 0 else \
-                f"a launch takes at most {MAX_GRID} (CUDA's grid limit)"
-            raise refused(f"grid_expr {config.grid_expr!r} gives {grid} programs at "
-                          f"{asked}; {allowed}")
-        return grid
+        grids = {"grid": 1, "grid_y": 1, "grid_z": 1}
+        for key, text in config.grid_exprs.items():
+            axis, most = key.removesuffix("_expr"), MAX_GRID if key == "grid_expr" else \
+                MAX_GRID_YZ
+            expr = parse(text)                      # checked as the tuning file was read
+            by_dims = sorted(set(entry.dims) & expr.names - set(env))
+            if by_dims:     # asked by footprint: the grid needs the dimensions, not the bytes
+                raise SweeperError(
+                    f"{entry.kernel} was tuned over the dimensions {' '.join(entry.dims)} "
+                    f"and its {axis} {text!r} reads {by_dims[0]}, which a footprint does "
+                    f"not give; give the dimensions instead (--dims "
+                    f"{','.join(f'{d}=...' for d in entry.dims)}, dims={{...}})")
+            try:
+                grids[axis] = int(evaluate(expr, env))
+            except (SweeperError, ValueError, OverflowError, RecursionError) as err:
+                unread = sorted({"n", "footprint"} & expr.names - set(env))
+                if unread:    # an entry written before it kept its kernel's footprint rule
+                    raise refused(
+                        f"{key} {text!r} reads {unread[0]}, which this entry cannot compute "
+                        f"at {asked}: it keeps no footprint rule (footprint_expr); export "
+                        "the study again with this sweeper, or give the footprint "
+                        "(--footprint, footprint=)") from None
+                raise refused(f"{key}: {err}") from None
+            if not 1 <= grids[axis] <= most:
+                allowed = "a launch needs at least one" if grids[axis] <= 0 else \
+                    f"a launch takes at most {most} (CUDA's grid limit" + \
+                    ("" if axis == "grid" else " in y and z") + ")"
+                raise refused(f"{key} {text!r} gives {grids[axis]} "
+                              f"{'programs' if axis == 'grid' else 'blocks'} at {asked}; "
+                              f"{allowed}")
+        return grids
 
 
 def _ident(config: TopConfig) -> str:
-    """What makes two configs of a tuning file the same: grid expression, block, meta."""
-    return json.dumps([config.grid_expr, config.block, config.meta], sort_keys=True)
+    """What makes two configs of a tuning file the same: grid expressions, block, meta
+    (the grid in y and z only where a config has them, so a 1-D config is the same text
+    it always was)."""
+    extents = [config.grid_y_expr, config.grid_z_expr]
+    return json.dumps([config.grid_expr, config.block, config.meta,
+                       *(extents if any(extents) else [])], sort_keys=True)
 
 
 #: (tuning file, kernel) whose changed source was warned of in this process: once each.
@@ -608,8 +632,10 @@ def describe(config: TunedConfig) -> str:
     kernel = config.name if config.name != config.identity else config.kernel  # cuda:F:E
     # a CUDA C kernel's block is blockDim.x: no warps a Triton launch is given
     warps = "" if config.kernel == "cuda" else f" (num_warps={config.num_warps})"
+    grids = "".join(f" {axis}={getattr(config, axis)} ({text})" for axis, text in
+                    (("grid_y", config.grid_y_expr), ("grid_z", config.grid_z_expr)) if text)
     return (f"{kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
-            f"({config.grid_expr}) block={config.block}{warps} {meta}; "
+            f"({config.grid_expr}){grids} block={config.block}{warps} {meta}; "
             f"tuned{warm} at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
             f"{config.rate:.4g} {config.headline.unit} (study {config.study})"
             f"{'; STALE: tuned for an earlier source of the kernel' if config.stale else ''}")

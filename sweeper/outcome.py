@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from sweeper.core._model import PROBLEM_AXES, launch_text, merged
+from sweeper.core._model import PROBLEM_AXES, grid_labels, launch_text, merged
 from sweeper.core._units import counted
 from sweeper.errors import one_line
 from sweeper.escape import cut
@@ -143,12 +143,14 @@ def trial_text(t: TrialRecord, headline: Headline, median: float | None = None) 
     interleaved final's) and the kernel's headline rate at that median."""
     cfg = t.config
     assert cfg is not None                          # a measured trial's config
-    grid = t.choice["grid"]
-    grid_text = f"{grid} (={cfg.grid})" if grid != str(cfg.grid) else grid
+    shown = {axis: label if label == str(value) else f"{label} (={value})" for axis, label, value
+             in (("grid", t.choice["grid"], cfg.grid),
+                 *((k, v, getattr(cfg, k)) for k, v in grid_labels(t.choice, cfg).items()))}
+    grid_text = shown.pop("grid")
     rate = t.rate(headline, median)
     median = t.stats.median if median is None and t.stats else median
-    return (f"#{t.number} {launch_text(grid_text, cfg.block, cfg.meta)}: median {median:.4g} "
-            f"ms, {rate:.4g} {headline.unit}")
+    return (f"#{t.number} {launch_text(grid_text, cfg.block, cfg.meta, shown)}: median "
+            f"{median:.4g} ms, {rate:.4g} {headline.unit}")
 
 
 def outcome_lines(trials: Sequence[TrialRecord], winners: Winners, headline: Headline

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.bounds import derive_bounds
 from sweeper.ceilings import cache_root
+from sweeper.core import grid_labels
 from sweeper.core._units import counted
 from sweeper.devices import DeviceFacts, PlanCosts
 from sweeper.devices._base import GPU_COSTS
@@ -745,8 +746,9 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
             seconds += fixed.seconds if fixed is not None else 0.0
             loaded += by_flops
             key = (outcome.problem, outcome.cache)
-            maps.setdefault(key, ProblemMaps()).add(
-                tuple(sorted(outcome.meta.items())), choice.get("grid"), choice.get("block"))
+            maps.setdefault(key, ProblemMaps()).add(     # the grid in y and z as params
+                tuple(sorted({**outcome.meta, **grid_labels(choice, outcome)}.items())),
+                choice.get("grid"), choice.get("block"))
             count, fastest = problems.get(key, (0, launch))
             problems[key] = (count + 1, min(fastest, launch))
             if shape.binaries is not None:

@@ -212,7 +212,7 @@ def debug_failure(config: Config, status: TrialStatus, err: BaseException,
     if os.environ.get(DEBUG_ENV):
         which = "a trial" if number is None else f"trial #{number}"
         print(f"sweeper --debug: {which} of "
-              f"{launch_text(config.grid, config.block, config.meta)} failed "
+              f"{launch_text(config.grid, config.block, config.meta, config.grid_extents)} failed "
               f"({status.value}):\n{''.join(traceback.format_exception(err))}",
               file=sys.stderr, flush=True)
 

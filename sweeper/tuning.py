@@ -35,7 +35,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
-from sweeper.core._model import CACHE_MODES, FACT_NAMES, LAUNCH_AXES, PROBLEM_AXES, LaunchShape
+from sweeper.core._model import (
+    CACHE_MODES,
+    FACT_NAMES,
+    LAUNCH_AXES,
+    MAX_GRID_YZ,
+    MAX_THREADS,
+    PROBLEM_AXES,
+    LaunchShape,
+)
 from sweeper.errors import ExpressionError, SweeperError, TuningFileError
 from sweeper.kernels import SOURCE_HASH, Headline, launch_shape, moved_options, named_by
 from sweeper.space import DTYPES, Problem, format_size, parse
@@ -84,11 +92,22 @@ def tuning_path(path: str | Path | None = None) -> Path:
 class LaunchConfig:
     """A config as a tuning file keeps it, and what a Triton launch needs of it: the grid
     expression, the block of threads and the meta-parameters (constexpr name -> integer,
-    checked by :meth:`TuningEntry.invariants`)."""
+    checked by :meth:`TuningEntry.invariants`); a CUDA C launch's grid in y and z too,
+    as expressions (``None``: 1, as every Triton launch's, and left out of the file)."""
 
     grid_expr: str
     block: int
     meta: dict[str, Any]
+    grid_y_expr: str | None = field(default=None, kw_only=True)
+    grid_z_expr: str | None = field(default=None, kw_only=True)
+
+    @property
+    def grid_exprs(self) -> dict[str, str]:
+        """The grid's expressions by the key a file keeps each under: ``grid_expr``, and
+        ``grid_y_expr`` and ``grid_z_expr`` where the config has them."""
+        given = (("grid_expr", self.grid_expr), ("grid_y_expr", self.grid_y_expr),
+                 ("grid_z_expr", self.grid_z_expr))
+        return {k: v for k, v in given if v is not None}
 
     @property
     def num_warps(self) -> int:
@@ -130,6 +149,10 @@ class TuningEntry(LaunchConfig, Record):
     facts: dict[str, Any]
     format: int = FORMAT
     grid: int = 1
+    #: the grid in y and z at the problem it was tuned at (a CUDA C launch's; 1, and left
+    #: out of the file, for any other)
+    grid_y: int = 1
+    grid_z: int = 1
     #: dimension name -> size; none in an entry written before dimensions
     dims: dict[str, Any] = field(default_factory=dict)
     #: the ``module:attr`` a space named the kernel by, where ``kernel`` is its name
@@ -178,8 +201,13 @@ class TuningEntry(LaunchConfig, Record):
     asked_footprint: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The entry as the tuning file holds it: a field left unset (``None``) is left out."""
-        return {k: v for k, v in super().to_json().items() if v is not None}
+        """The entry as the tuning file holds it: a field left unset (``None``) is left out,
+        as is a grid of 1 in y or z (an older sweeper's file reads the same), in its top
+        configs too."""
+        out = {k: v for k, v in super().to_json().items() if v is not None and
+               not (k in ("grid_y", "grid_z") and v == 1)}
+        out["top"] = [{k: v for k, v in top.items() if v is not None} for top in out["top"]]
+        return out
 
     @property
     def identity(self) -> str:
@@ -261,6 +289,10 @@ class TuningEntry(LaunchConfig, Record):
         if not 1 <= grid <= MAX_GRID:
             return f"grid is {shown(grid)}; it must be an integer from 1 to {MAX_GRID} " \
                 "(the most programs a CUDA launch takes)"
+        for key in ("grid_y", "grid_z"):
+            if not 1 <= data.get(key, 1) <= MAX_GRID_YZ:
+                return f"{key} is {shown(data[key])}; it must be an integer from 1 to " \
+                    f"{MAX_GRID_YZ} (the most blocks a CUDA launch takes in y or z)"
         counts = [("footprint", data["footprint"], 1),
                   *((f"dims.{k}", v, 1) for k, v in dims.items()),
                   *((f"facts.{k}", v, 0) for k, v in facts.items() if v is not None),
@@ -346,11 +378,12 @@ def _names_problem(scope: str, values: dict[str, Any], whose: str) -> str | None
 
 def _config_problem(at: str, config: dict[str, Any], dims: dict[str, Any],
                     shape: LaunchShape) -> str | None:
-    """What is wrong with a config's launch (``block``, ``meta`` and ``grid_expr``) as the
-    entry or its ``top[i]`` (``at``) holds it, or ``None``: a block the kernel's launch
-    takes (``shape``, as a space allows it), meta keys that are a kernel's constexprs and
-    nothing the launch or the grid expression would read otherwise, values a Triton
-    constexpr integer takes."""
+    """What is wrong with a config's launch (``block``, ``meta`` and the grid
+    expressions) as the entry or its ``top[i]`` (``at``) holds it, or ``None``: a block
+    the kernel's launch takes (``shape``, as a space allows it: a CUDA C block's extents
+    in y and z among the meta-parameters too, at most 1024 threads in all), meta keys
+    that are a kernel's constexprs and nothing the launch or the grid expression would
+    read otherwise, values a Triton constexpr integer takes."""
     block, meta = config["block"], config["meta"]
     if not shape.allows(block):
         return f"{at}block is {shown(block)}; allowed: {shape.text}"
@@ -368,10 +401,21 @@ def _config_problem(at: str, config: dict[str, Any], dims: dict[str, Any],
         if type(value) is not int or not -INT64_MAX - 1 <= value <= INT64_MAX:
             return f"{at}meta.{key} is {shown(value)}; it must be an integer from " \
                 f"{-INT64_MAX - 1} to {INT64_MAX} (int64)"
-    try:
-        parse(config["grid_expr"])
-    except (SweeperError, RecursionError) as err:
-        return f"{at}grid_expr: {err}"
+    extents = [(name, meta.get(name, 1)) for name, _ in shape.extents]
+    wrong = next((p for name, v in extents if (p := shape.extent_problem(name, v))), None)
+    if wrong is not None:
+        return f"{at}meta.{wrong}"
+    threads = math.prod((block, *(v for _, v in extents)))
+    if threads > MAX_THREADS:
+        return f"{at}block × {' × '.join(n for n, _ in extents)} is {threads} threads; " \
+            f"allowed: at most {MAX_THREADS} (the most a CUDA block has)"
+    for key in ("grid_expr", "grid_y_expr", "grid_z_expr"):
+        if config.get(key) is None:
+            continue
+        try:
+            parse(config[key])
+        except (SweeperError, RecursionError) as err:
+            return f"{at}{key}: {err}"
     return None
 
 

@@ -25,7 +25,7 @@ def winners_table(store: Storage) -> pd.DataFrame:
     measured trial has no rows but the same columns, typed alike."""
     meta = store.study_meta()
     trials, _ = store.records()
-    meta_names = list(meta.meta_axes)
+    meta_names = list(meta.param_axes)
     frame = study_frame(meta, trials)
     picks = list(Winners.of(store).picks(trials).values())
     rate = rate_column(frame, Headline(meta.headline))

@@ -120,11 +120,19 @@ def cmd_export(args: argparse.Namespace) -> int:
                 e.get("asked_dims", {}).items())).describe() + \
                 f" (measured as {size}, shrunk to fit its device)"
         print(printable(f"{e['kernel']} {e['dtype']} {size} on {e['gpu']}: "
-                        f"#{e['trial']} {launch_text(e['grid_expr'], e['block'], e['meta'])}: "
+                        f"#{e['trial']} {_launch(e)}: "
                         f"median {e['median_ms']:.4g} ms, {e['rate']:.4g} {unit} "
                         f"({e['chosen_by']})" + (f"; {e['note']}" if e.get("note") else "")))
     print(f"wrote {counted(len(entries), 'entry', 'entries')} to {path}")
     return 0
+
+
+def _launch(entry: dict[str, Any]) -> str:
+    """An exported entry's launch as a line names it: its grid expressions (in y and z
+    too, where it keeps them), block and meta-parameters."""
+    grids = {k.removesuffix("_expr"): entry[k] for k in ("grid_y_expr", "grid_z_expr")
+             if k in entry}
+    return launch_text(entry["grid_expr"], entry["block"], entry["meta"], grids)
 
 
 def _export_target(args: argparse.Namespace, storage: bool) -> str | None:

@@ -71,6 +71,11 @@ LAUNCH_AXES = ("grid", "block")
 #: dict is called in errors; a dict's YAML is none the caller wrote, so messages name
 #: its keys, never its lines.
 STRING, DICT = "<string>", "<dict>"
+#: The axes of a launch's grid beyond x, which a kernel whose launch takes them
+#: (:attr:`LaunchShape.grids`) lets a space give: 1 where none does.
+GRID_EXTENTS = ("grid_y", "grid_z")
+#: The most blocks a CUDA grid may have in y and in z.
+MAX_GRID_YZ = 65535
 #: The most threads a CUDA block may have (``blockDim.x × y × z``).
 MAX_THREADS = 1024
 #: The threads a Triton program may have: num_warps × 32, 1 to 32 warps.
@@ -82,13 +87,26 @@ BLOCKS_TEXT = f"{', '.join(map(str, BLOCKS))} (num_warps × 32)"
 @dataclass(frozen=True)
 class LaunchShape:
     """The blocks a kernel's launch takes, as the kernel declares them: ``sizes``, the
-    threads a block may have (``None``: any count from 1 to :data:`MAX_THREADS`), and
-    ``text``, how a message says them.  A Triton program is ``num_warps`` warps
-    (:data:`WARP_BLOCKS`); a CUDA C block any count of threads a launch takes
-    (:data:`THREAD_BLOCKS`, Kernel Tuner's ``[16, 32, 64]`` or ``32 * i``)."""
+    threads a block may have in x (``None``: any count from 1 to :data:`MAX_THREADS`),
+    and ``text``, how a message says them; ``extents``, the meta-parameters that are its
+    blocks' further dimensions (``blockDim.y``, ``blockDim.z``) with the most each may
+    be, a block's threads being their product with ``block``; ``grids``, the grid axes
+    beyond x it takes (:data:`GRID_EXTENTS`).  A Triton program is ``num_warps`` warps
+    in one dimension (:data:`WARP_BLOCKS`); a CUDA C block any count of threads a launch
+    takes (:data:`THREAD_BLOCKS`, Kernel Tuner's ``[16, 32, 64]`` or ``32 * i``), in up
+    to three dimensions, its grid too."""
 
     sizes: tuple[int, ...] | None
     text: str
+    extents: tuple[tuple[str, int], ...] = ()
+    grids: tuple[str, ...] = ()
+
+    def extent_problem(self, name: str, value: int) -> str | None:
+        """Why ``value`` is no extent the launch takes as its block's dimension ``name``
+        (one of :attr:`extents`), or ``None``."""
+        most = dict(self.extents)[name]
+        return None if 1 <= value <= most else \
+            f"{name}={value}; allowed: 1 to {most} (blockDim.{name[-1]} of a CUDA block)"
 
     def allows(self, block: int) -> bool:
         """Whether a block of ``block`` threads is one the launch takes."""
@@ -102,8 +120,12 @@ class LaunchShape:
 
 #: A Triton kernel's blocks: ``num_warps`` × 32 threads.
 WARP_BLOCKS = LaunchShape(BLOCKS, BLOCKS_TEXT)
-#: A CUDA C kernel's blocks: any count of threads a launch takes.
-THREAD_BLOCKS = LaunchShape(None, f"1 to {MAX_THREADS} threads (blockDim.x)")
+#: A CUDA C kernel's blocks: any count of threads a launch takes, in up to three
+#: dimensions (Kernel Tuner's ``block_size_y`` and ``block_size_z``, CUDA's limits of 1024
+#: and 64), and a grid in up to three (``grid_y``, ``grid_z``).
+THREAD_BLOCKS = LaunchShape(None, f"1 to {MAX_THREADS} threads (blockDim.x)",
+                            (("block_size_y", MAX_THREADS), ("block_size_z", 64)),
+                            GRID_EXTENTS)
 #: The most programs a launch takes: CUDA's limit on a grid's x dimension, the largest
 #: program count Triton's int32 ``num_programs`` holds.
 MAX_GRID = 2**31 - 1
@@ -296,17 +318,38 @@ class Config:
     meta: Mapping[str, int] = field(default_factory=dict)
     #: ``cold``: L2 flushed before each sample; ``warm``: not flushed.
     cache: str = "cold"
+    #: the grid in y and z (a CUDA C launch's ``gridDim.y``, ``gridDim.z``): 1 unless the
+    #: space gives them (:data:`GRID_EXTENTS`)
+    grid_y: int = 1
+    grid_z: int = 1
 
     @property
     def num_warps(self) -> int:
         """Warps per program: ``block`` threads over the 32 of a warp."""
         return self.block // 32
 
+    @property
+    def grid_extents(self) -> dict[str, int]:
+        """The grid beyond x where it is not 1 (``{"grid_y": 64}``): what a line naming
+        the launch adds after its grid (:func:`launch_text`)."""
+        return {k: v for k, v in (("grid_y", self.grid_y), ("grid_z", self.grid_z)) if v != 1}
 
-def launch_text(grid: int | str, block: int, meta: Mapping[str, int]) -> str:
+
+def grid_labels(choice: Mapping[str, Any], config: Config) -> dict[str, str]:
+    """The labels ``choice`` gave the grid of ``config`` beyond x (``{"grid_y": "cdiv(M,
+    16)"}``), where its space gives one (:data:`GRID_EXTENTS`; a meta-parameter of that
+    name is no grid): what a tuning file keeps as ``grid_y_expr``, for a lookup to
+    compute it at another problem, as ``grid``'s label is ``grid_expr``."""
+    return {k: str(choice[k]) for k in GRID_EXTENTS if k in choice and k not in config.meta}
+
+
+def launch_text(grid: int | str, block: int, meta: Mapping[str, int],
+                extents: Mapping[str, int | str] | None = None) -> str:
     """``grid=6 block=64 BLOCK=512``: a config's launch as every line names it (``grid``
-    may be its label with its value, ``sms (=132)``)."""
-    return f"grid={grid} block={block}" + "".join(f" {k}={v}" for k, v in meta.items())
+    may be its label with its value, ``sms (=132)``); ``extents``, its grid beyond x
+    (:attr:`Config.grid_extents`), after its grid (``grid=8 grid_y=64 block=16 ...``)."""
+    grids = "".join(f" {k}={v}" for k, v in (extents or {}).items())
+    return f"grid={grid}{grids} block={block}" + "".join(f" {k}={v}" for k, v in meta.items())
 
 
 @dataclass(frozen=True)
@@ -426,6 +469,14 @@ class Space:
         """The axis called ``name``; a KeyError for an unknown one."""
         return self._by_name[name]
 
+    @property
+    def grid_extents(self) -> tuple[str, ...]:
+        """The launch axes of the grid beyond x the space gives (``grid_y``, ``grid_z``:
+        those of :data:`GRID_EXTENTS` its kernel's launch takes); a config of a space
+        without one launches 1 there."""
+        return tuple(g for g in GRID_EXTENTS if g in self._by_name and
+                     self._by_name[g].role is AxisRole.LAUNCH)
+
     @cached_property
     def _by_name(self) -> dict[str, Axis]:
         return {a.name: a for a in self.axes}
@@ -480,7 +531,8 @@ class Space:
         return Config(problem=state.problem, grid=state.env["grid"], block=state.env["block"],
                       meta={a.name: state.env[a.name] for a in self.axes
                             if a.role is AxisRole.META},
-                      cache=str(self.constant("cache", choice)))
+                      cache=str(self.constant("cache", choice)),
+                      **{g: state.env[g] for g in self.grid_extents})
 
     def dimension_of(self, axis: str) -> str:
         """The sampler's dimension that sets ``axis`` (its zipped group's, or its own)."""
@@ -550,9 +602,13 @@ def make_steps(space: Space, max_footprint: int | None) -> list[Step]:
                             _problem_step(space, max_footprint)))
     out += [Step(frozenset(), c.expr.names, frozenset(), _constraint_step(c))
             for c in space.constraints]
+    shape, named = space.launch_shape, {a.name for a in space.axes}
+    extents = tuple(e for e, _ in shape.extents if e in named)
     return [*out, Step(frozenset(), frozenset({"grid"}), frozenset(), _grid_step),
-            Step(frozenset(), frozenset({"block"}), frozenset(),
-                 _block_step(space.launch_shape))]
+            *(Step(frozenset(), frozenset({g}), frozenset(), _grid_extent_step(g))
+              for g in space.grid_extents),
+            Step(frozenset(), frozenset({"block", *extents}), frozenset(),
+                 _block_step(shape, extents))]
 
 
 def _value_step(space: Space, name: str) -> StepRun:
@@ -748,10 +804,34 @@ def _grid_step(choice: Mapping[str, str], state: Resolving) -> None:
                       "at least 1, and CUDA takes no more)", state.chosen["grid"].origin)
 
 
-def _block_step(shape: LaunchShape) -> StepRun:
+def _grid_extent_step(name: str) -> StepRun:
+    def extent_of(choice: Mapping[str, str], state: Resolving) -> None:
+        grid = state.env[name]
+        if not 1 <= grid <= MAX_GRID_YZ:
+            raise Invalid(f"{name}: {grid} blocks; allowed: 1 to {MAX_GRID_YZ} (a launch "
+                          "needs at least 1, and CUDA takes no more in y or z)",
+                          state.chosen[name].origin)
+    return extent_of
+
+
+def _block_step(shape: LaunchShape, extents: tuple[str, ...]) -> StepRun:
+    """The step that rules out a block the launch cannot take: its threads in x
+    (``shape``), and where the kernel's blocks have further dimensions the space sweeps
+    (``extents``: ``block_size_y`` ...), each of them and the threads of all, at most
+    :data:`MAX_THREADS` (at the line of the first extent's value)."""
     def block_of(choice: Mapping[str, str], state: Resolving) -> None:
         block = state.env["block"]
         if not shape.allows(block):
             raise Invalid(f"block: {block} threads; allowed: {shape.text}",
                           state.chosen["block"].origin)
+        for name in extents:
+            wrong = shape.extent_problem(name, state.env[name])
+            if wrong is not None:
+                raise Invalid(wrong, state.chosen[name].origin)
+        sizes = [state.env[n] for n in ("block", *extents)]
+        threads = math.prod(sizes)
+        if threads > MAX_THREADS:       # the values last, so configs alike count as one
+            raise Invalid(f"{' × '.join(('block', *extents))} must be at most {MAX_THREADS} "
+                          f"threads, the most a CUDA block has ({' × '.join(map(str, sizes))} "
+                          f"= {threads})", state.chosen[extents[0]].origin)
     return block_of

@@ -80,7 +80,7 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
     meta = store.study_meta()
     every, _ = store.records()
     trials = Sources.of(meta).done(every)     # Optuna's best trial: of the source now
-    problem_axes = [a for a in meta.axes if a not in LAUNCH_AXES and a not in meta.meta_axes]
+    problem_axes = [a for a in meta.axes if a not in LAUNCH_AXES and a not in meta.param_axes]
     groups = by_problem(trials, problem_axes)
     names = {label: printable(f"{meta.study} {label}" if len(groups) > 1 else meta.study)
              for label in groups}

@@ -44,7 +44,7 @@ def trials_table(store: Storage, *, samples: bool = False) -> pd.DataFrame:
     names, so a table written to a file says what it is."""
     meta = store.study_meta()
     trials, _ = store.records()
-    meta_names = list(meta.meta_axes)
+    meta_names = list(meta.param_axes)
     df = study_frame(meta, trials)
     dims = list(df.attrs.get("dims", ()))
     df = df.drop(columns=[c for c in DROPPED if c in df])

@@ -5,6 +5,7 @@ finds, imports and checks each."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -106,16 +107,18 @@ def named_by(name: str) -> tuple[str, ...]:
 def launch_shape(name: str) -> LaunchShape:
     """The blocks kernel ``name``'s launch takes: a built-in's, as its declaration says
     (:attr:`Kernel.launch_shape`: a Triton kernel's ``num_warps`` × 32 threads, ``cuda``'s
-    any count); for any other kernel, or a name no plugin has, every block a CUDA launch
-    takes (1 to 1024 threads), as a user's kernel is not imported to be asked (a tuning
-    file is read without running its code) and one launching compiled CUDA C
-    (``sweeper.cuda``) takes any.  Nothing but a built-in's declaration is imported."""
+    any count, in up to three dimensions); for any other kernel, or a name no plugin
+    has, every block of one dimension a CUDA launch takes (1 to 1024 threads), as a
+    user's kernel is not imported to be asked (a tuning file is read without running its
+    code) and one launching compiled CUDA C (``sweeper.cuda``) takes any: its
+    meta-parameters are not read as extents in y and z, as a Triton one's
+    ``block_size_y`` is only its own.  Nothing but a built-in's declaration is imported."""
     try:
         if plugins.find(plugins.KERNEL, name).builtin:
             return plugins.kernel_declaration(name).launch_shape
     except SweeperError:
         pass
-    return THREAD_BLOCKS
+    return dataclasses.replace(THREAD_BLOCKS, extents=(), grids=())
 
 
 def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], str]

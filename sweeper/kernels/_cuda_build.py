@@ -34,13 +34,12 @@ from sweeper.ceilings import cache_root
 from sweeper.core import THREAD_BLOCKS, Config
 from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import (
-    FLAT_DEFINES,
+    EXTENT_DEFINES,
     Arg,
     absent_includes,
     cache_key,
     instantiation,
     int_overflow,
-    launch_values_problem,
     meta_problem,
     nvrtc_options,
     parse_args,
@@ -244,39 +243,29 @@ class CudaLaunch:
                     None)
 
     def values_problem(self, values: Mapping[str, Sequence[int | str]]) -> tuple[str, str] | None:
-        """``("params.block_size_y", why)`` where Kernel Tuner's ``block_size_y`` or
-        ``block_size_z`` takes a value other than 1, which a 1-D launch cannot honour
-        (:func:`~sweeper.kernels._cuda_spec.launch_values_problem`); ``("args", why)``
-        where an integer argument takes a value its type does not hold at some of a
-        space's ``values`` (each axis's constant values, ``itemsize``'s, the dtypes' names
-        for a ``DTYPE`` argument), or a literal does
+        """``("args", why)`` where an integer argument takes a value its type does not
+        hold at some of a space's ``values`` (each axis's constant values, ``itemsize``'s,
+        the dtypes' names for a ``DTYPE`` argument), or a literal does
         (:func:`~sweeper.kernels._cuda_spec.int_overflow`)."""
-        tall = launch_values_problem(values)
-        if tall is not None:
-            return f"params.{tall[0]}", tall[1]
         found = int_overflow(self.raw_args, values)
         return None if found is None else ("args", found[1])
 
     @property
     def reads(self) -> frozenset[str]:
-        """The axes :meth:`config_problem` reads: each name the arguments pass,
-        ``footprint`` where ``n`` is (a footprint alone gives ``n``), and Kernel Tuner's
-        ``block_size_y`` and ``block_size_z``."""
+        """The axes the arguments' values come from: each name passed, and ``footprint``
+        where ``n`` is (a footprint alone gives ``n``)."""
         names = {Arg.read(a).name for a in self.raw_args}
-        return frozenset(names | ({"footprint"} if "n" in names else set()) |
-                         set(FLAT_DEFINES))
+        return frozenset(names | ({"footprint"} if "n" in names else set()))
 
     def config_problem(self, config: Config) -> tuple[str, str] | None:
         """The argument that takes a value its integer type does not hold at ``config``
-        (its problem's dimensions, ``n``, its meta-parameters), or the ``block_size_y``
-        or ``block_size_z`` above 1 that a 1-D launch cannot honour, and why, or
-        ``None``: what a run asks of every config where an axis is an expression that
+        (its problem's dimensions, ``n``, its meta-parameters), and why, or ``None``: what
+        a run asks of every config where an axis is an expression that
         :meth:`values_problem` could not see."""
         values: dict[str, list[int | str]] = {
             "n": [config.problem.n], **{k: [v] for k, v in config.problem.dims},
             **{k: [v] for k, v in config.meta.items()}, "dtype": [config.problem.dtype]}
-        return launch_values_problem(values) or \
-            int_overflow(self.raw_args, values, "at this config")
+        return int_overflow(self.raw_args, values, "at this config")
 
     def kernel_source(self) -> str:
         """The source and every file it includes (:meth:`files`), what a study's source
@@ -289,8 +278,8 @@ class CudaLaunch:
         return self._kernel_source
 
     def __call__(self, config: Config, **tensors: Any) -> None:
-        """Compile (or find) the function for ``config``'s defines and launch it with
-        ``config.grid`` blocks of ``config.block`` threads on torch's current stream."""
+        """Compile (or find) the function for ``config``'s defines and launch it on
+        torch's current stream, its grid and blocks :func:`launch_dims`'s."""
         meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
         key = _defines(self, config)
         if key not in self.loaded:
@@ -311,7 +300,7 @@ class CudaLaunch:
         device = next(iter(tensors.values())).device
         with cupy.cuda.Device(device.index or 0), \
                 cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
-            self.loaded[key]((config.grid,), (config.block,), tuple(values))
+            self.loaded[key](*launch_dims(config), tuple(values))
 
 
 def precompile(cuda: CudaLaunch, config: Config) -> Compiled:
@@ -322,6 +311,16 @@ def precompile(cuda: CudaLaunch, config: Config) -> Compiled:
         cuda.compiler = NvrtcCompiler()
     entry, options = _defines(cuda, config)
     return compiled(cuda.source, entry, options, cuda.compiler, files=cuda.files())
+
+
+def launch_dims(config: Config) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The grid and the block ``config`` launches, each in x, y and z: ``(grid, grid_y,
+    grid_z)`` blocks of ``(block, block_size_y, block_size_z)`` threads, Kernel Tuner's
+    ``block_size_y`` and ``block_size_z`` read from the config's meta-parameters (1 where
+    the space sweeps neither, as each compile then defines them), so the block a kernel
+    is compiled for is the block it runs in."""
+    by, bz = (int(config.meta.get(name, 1)) for name in EXTENT_DEFINES)
+    return (config.grid, config.grid_y, config.grid_z), (config.block, by, bz)
 
 
 def _stamps(files: Mapping[Path, bytes]) -> dict[Path, tuple[int, int]]:

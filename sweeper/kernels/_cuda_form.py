@@ -37,7 +37,7 @@ from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
     DEFINE,
     DTYPE_DEFINE,
-    FLAT_DEFINES,
+    EXTENT_DEFINES,
     IDENTIFIER,
     NUMBER,
     Arg,
@@ -127,6 +127,8 @@ class CudaDeclaration(Kernel):
         "template": "a template instantiation such as copy<{VEC}, {UNROLL}>",
         "dims": "the problem's dimensions and default sizes ({n: 1048576})",
         "grid": "the default grid expression (cdiv(n, block))",
+        "grid_y": "the default grid in y (cdiv(M, block_size_y * tile_size_y)); default 1",
+        "grid_z": "the default grid in z; default 1",
         "footprint_bytes": "the bytes a problem is named by, over the dimensions",
         "bytes_moved": "bytes one launch moves, over the dimensions and itemsize",
         "flops": "FLOPs one launch does, over the dimensions",
@@ -139,8 +141,8 @@ class CudaDeclaration(Kernel):
         "headline": "the rate reports lead with: gbps (default) or tflops (needs flops)",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
-        {"template", "dims", "grid", "footprint_bytes", "bytes_moved", "flops", "model",
-         "refuse", "tolerance", "headline"})
+        {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
+         "flops", "model", "refuse", "tolerance", "headline"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -274,6 +276,7 @@ class CudaDeclaration(Kernel):
                 meta={m: MetaParam(default=0, doc="a -D define", least=0) for m in meta},
                 dims=dims,
                 grid=options.get("grid", cls.defaults["grid"]), block=cls.defaults["block"],
+                grid_y=options.get("grid_y"), grid_z=options.get("grid_z"),
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
                 tolerance=tolerance, headline=options.get("headline"), model=model,
@@ -287,7 +290,8 @@ class CudaDeclaration(Kernel):
         if missing is not None:
             raise OptionError(*missing)
         if params is not None and files is not None:
-            _check_meta_read(launch, files, options.get("grid", ""), params, meta)
+            grids = " ".join(options.get(g, "") for g in ("grid", *THREAD_BLOCKS.grids))
+            _check_meta_read(launch, files, grids, params, meta)
             _check_template_defines(launch, files, params, meta)
         reference = _named(options, _spelled)
         python = _python_files(options)
@@ -462,11 +466,13 @@ def _tolerance(options: Mapping[str, str]) -> dict[str, tuple[float, float]] | N
 
 
 def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
-    """The meta-parameters: ``params``' axes but the launch and problem ones and the
-    dimensions; an :class:`OptionError` where the template reads another."""
+    """The meta-parameters: ``params``' axes but the launch and problem ones (the grid in y
+    and z too) and the dimensions; an :class:`OptionError` where the template reads
+    another."""
 
     dims = json.loads(options["dims"]) if "dims" in options else {"n": 0}
-    meta = [n for n in plugins.unchecked_kernel("cuda", params).meta_params if n not in dims]
+    meta = [n for n in plugins.unchecked_kernel("cuda", params).meta_params
+            if n not in dims and n not in THREAD_BLOCKS.grids]
     template = options.get("template")
     if template and params is not None:
         missing = [n for n in template_names(template) if n not in meta]
@@ -496,7 +502,9 @@ def _check_meta_read(launch: CudaLaunch, files: Mapping[Path, str], grid: str, p
                      meta: Sequence[str]) -> None:
     """An :class:`OptionError` at the first swept meta-parameter nothing reads: not the
     source or the files it includes (as a ``-D`` define), the template, the arguments,
-    nor the expression of any axis or the grid option.  Its configs would compile the
+    nor the expression of any axis or of the grid options (``grid``: their texts), nor
+    the launch (``block_size_y`` and ``block_size_z`` are its block's y and z, which a
+    kernel may read as ``blockDim``).  Its configs would compile the
     same kernel and repeat one another; a misspelt define (``UNROL``) is the usual
     cause.  A name in the source's code passes; one only in its comments or string
     literals does not (:func:`code_only`), nor one only in code a preprocessor
@@ -510,7 +518,7 @@ def _check_meta_read(launch: CudaLaunch, files: Mapping[Path, str], grid: str, p
     written = set(IDENTIFIER.findall("\n".join(code.values())))
     macros = sorted(set(IDENTIFIER.findall(" ".join(DIRECTIVE.findall(text)))))
     read = written | set(template_names(launch.template) if launch.template else ())
-    read |= {Arg.read(arg).name for arg in launch.raw_args}
+    read |= {Arg.read(arg).name for arg in launch.raw_args} | set(EXTENT_DEFINES)
     read |= set(IDENTIFIER.findall(" ".join((grid, *_strings(params, keys=False)))))
     for name in meta:
         if name not in read:
@@ -564,7 +572,7 @@ def _always_defined(launch: CudaLaunch, meta: Sequence[str]) -> set[str]:
     ``block_size_z`` unless the template passes them
     (:func:`~sweeper.kernels._cuda_spec.nvrtc_options`)."""
     passed = set(template_names(launch.template)) if launch.template else set()
-    return {*(n for n in (*meta, *FLAT_DEFINES) if n not in passed), BLOCK_DEFINE,
+    return {*(n for n in (*meta, *EXTENT_DEFINES) if n not in passed), BLOCK_DEFINE,
             DTYPE_DEFINE}
 
 

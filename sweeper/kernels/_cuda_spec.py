@@ -6,20 +6,22 @@ naming a ``.cu`` file is checked, planned and listed at no cost.
 A config compiles to these defines (``-DNAME=value``), so one source serves every point
 of the space and Kernel Tuner kernels compile unchanged:
 
-- each meta-parameter (every swept axis but grid, block, dtype and the dimensions), unless
+- each meta-parameter (every swept axis but the grid, ``grid_y`` and ``grid_z`` too, the
+  block, dtype and the dimensions), unless
   the ``template`` names it (a macro of a template parameter's name would break the
   template);
 - ``block_size_x``: the block, ``blockDim.x`` of the launch (Kernel Tuner's name);
-- ``block_size_y`` and ``block_size_z`` at 1 where no axis sweeps them, as Kernel Tuner
-  defines them, so that a kernel of its that reads them with no ``#ifndef`` of its own
-  compiles;
+- ``block_size_y`` and ``block_size_z``: the block's ``blockDim.y`` and ``blockDim.z``,
+  axes of the space's like any define and read by the launch too
+  (:func:`~sweeper.kernels._cuda_build.launch_dims`), and 1 where no axis sweeps them, as
+  Kernel Tuner defines them, so that a kernel of its that reads them with no ``#ifndef``
+  of its own compiles;
 - ``DTYPE``: the C type of the problem's dtype (``float``, ``__half``, ``__nv_bfloat16``
   ...), so a kernel written over ``DTYPE`` runs at every dtype the space sweeps.
 
-Those two are sweeper's, so no axis may take their names (:func:`meta_problem`).  A launch
-is 1-D, its blocks and its grid in x alone: a kernel that Kernel Tuner launches with
-``block_size_y`` or ``block_size_z`` above 1 (or a grid in y) runs here only once indexed
-in x (:func:`launch_values_problem`).
+``block_size_x`` and ``DTYPE`` are sweeper's, so no axis may take their names
+(:func:`meta_problem`).  The grid in y and z is no define: the launch axes ``grid_y`` and
+``grid_z`` give it (one compile serves every problem).
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ C_TYPES = {"float64": "double", "float32": "float", "float16": "__half",
 DTYPE_DEFINE = "DTYPE"
 #: The define that carries the block (Kernel Tuner's name for ``blockDim.x``).
 BLOCK_DEFINE = "block_size_x"
-#: Kernel Tuner's names for ``blockDim.y`` and ``blockDim.z``, which a launch of sweeper's
-#: holds at 1: its blocks are 1-D.
-FLAT_DEFINES = {"block_size_y": "y", "block_size_z": "z"}
+#: Kernel Tuner's names for ``blockDim.y`` and ``blockDim.z``: swept as axes, or defined at
+#: 1 where none sweeps them.
+EXTENT_DEFINES = ("block_size_y", "block_size_z")
 #: How a scalar argument may be typed (``n:int64``, ``0.5:float32``, ``0.5:DTYPE``).
 SCALAR_TYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64", DTYPE_DEFINE)
 #: ``#include "file"`` or ``#include <file>``: a file of the kernel's own where NVRTC
@@ -274,25 +276,6 @@ def meta_problem(name: str) -> str | None:
     return None
 
 
-def launch_values_problem(values: Mapping[str, Iterable[int | str]]) -> tuple[str, str] | None:
-    """The first axis of Kernel Tuner's ``block_size_y`` or ``block_size_z`` that takes a
-    value other than 1 among ``values`` (each axis's constant values), and why, or
-    ``None``: a launch's blocks are 1-D (``blockDim.y`` = ``blockDim.z`` = 1), so a kernel
-    compiled for taller blocks would run with ``threadIdx.y`` = 0, computing another
-    thing than its config names (a wrong answer at every config, or a right one at a
-    speed that is not that config's)."""
-    for name, axis in FLAT_DEFINES.items():
-        tall = next((v for v in values.get(name, ()) if isinstance(v, int) and v != 1), None)
-        if tall is not None:
-            return name, (
-                f"{name}={tall}, but sweeper launches a cuda kernel's blocks in x alone "
-                f"(blockDim.{axis} = 1, threadIdx.{axis} = 0), where Kernel Tuner's {name} is "
-                f"blockDim.{axis}; allowed: 1, or a kernel indexed in x, its threads all in "
-                f"block (a block of W × H threads as block: W * H, with threadIdx.x % W and "
-                f"threadIdx.x / W for its x and y)")
-    return None
-
-
 def template_names(template: str) -> list[str] | str:
     """The meta-parameters ``copy<{VEC}, {UNROLL}>`` fills in, or why it is no template."""
     try:
@@ -388,7 +371,7 @@ def nvrtc_options(meta: Mapping[str, int], block: int, dtype: str,
     """The defines a config compiles with, sorted (the module's docstring lists them)."""
     in_template = set(template_names(template)) if template else set()
     defines = {n: str(v) for n, v in meta.items() if n not in in_template}
-    for name in FLAT_DEFINES:           # Kernel Tuner defines them at 1 where not swept
+    for name in EXTENT_DEFINES:         # Kernel Tuner defines them at 1 where not swept
         if name not in meta:
             defines[name] = "1"
     defines[BLOCK_DEFINE] = str(block)

@@ -60,6 +60,9 @@ class Declaration:
     meta: Mapping[str, int | MetaParam] | None = None
     dims: Mapping[str, int | Dim] | None = None
     grid: str | int | None = None
+    #: the grid in y and z, for a launch whose grid has them (``sweeper.cuda``'s)
+    grid_y: str | int | None = None
+    grid_z: str | int | None = None
     block: int | None = None
     dtype: str | None = None
     footprint_bytes: str | None = None
@@ -138,14 +141,18 @@ class Declaration:
 
     def check_grid(self, name: str, dims: Mapping[str, Dim],
                    meta: Mapping[str, MetaParam]) -> None:
-        """Refuse a ``grid=`` expression that reads a name kernel ``name`` does not
-        declare (``dims``, ``meta``, the launch and fact names)."""
-        if isinstance(self.grid, str):
-            expr = parsed(name, f"grid={self.grid!r}", self.grid)
+        """Refuse a ``grid=`` (``grid_y=``, ``grid_z=``) expression that reads a name
+        kernel ``name`` does not declare (``dims``, ``meta``, the launch and fact
+        names)."""
+        for key, grid in (("grid", self.grid), ("grid_y", self.grid_y),
+                          ("grid_z", self.grid_z)):
+            if not isinstance(grid, str):
+                continue
+            expr = parsed(name, f"{key}={grid!r}", grid)
             known = sorted({"block", "footprint", *FACT_NAMES, *dims, *meta})
             unknown = sorted(expr.names - set(known))
             if unknown:
-                raise SweeperError(f"kernel {name}: grid={self.grid!r} reads "
+                raise SweeperError(f"kernel {name}: {key}={grid!r} reads "
                                    f"{unknown[0]!r}, which the kernel does not declare; "
                                    f"known: {', '.join(known)}{did_you_mean(unknown[0], known)}")
 
@@ -231,6 +238,18 @@ class Declaration:
                                f"{', '.join(DTYPES)}")
         out = {"grid": grid if isinstance(grid, str) else whole(grid),
                "block": whole(self.block) or 128, "dtype": self.dtype or "float32"}
+        for axis, given in (("grid_y", self.grid_y), ("grid_z", self.grid_z)):
+            if given is None:
+                continue
+            if axis not in shape.grids:
+                raise SweeperError(f"kernel {name}: {axis}={given!r}, but its launch takes "
+                                   "a grid in x alone (config.grid); allowed: a launch whose "
+                                   "grid has y and z, sweeper.cuda's")
+            if not isinstance(given, str) and ((count := whole(given)) is None or count < 1):
+                raise SweeperError(f"kernel {name}: {axis}={given!r}; give the blocks "
+                                   "launched in y or z: an expression such as \"cdiv(M, "
+                                   "block_size_y)\", or an integer >= 1")
+            out[axis] = given if isinstance(given, str) else whole(given)
         # declared dimensions size a space that leaves them out; 64 MiB where none are
         # declared, or n is without a default
         if self.dims is None or (list(dims) == ["n"] and dims["n"].default is None):
@@ -545,6 +564,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
            reference: Callable[..., Any], name: str | None = None,
            meta: Mapping[str, int | MetaParam] | None = None,
            dims: Mapping[str, int | Dim] | None = None, grid: str | int | None = None,
+           grid_y: str | int | None = None, grid_z: str | int | None = None,
            block: int | None = None, dtype: str | None = None,
            footprint_bytes: str | None = None, bytes_moved: Count | None = None,
            flops: Count | None = None, baseline: Callable[..., Any] | None = None,
@@ -569,7 +589,10 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
     - ``meta``: meta-parameters and their defaults (``{"BLOCK": 1024}`` or ``MetaParam``);
       ``dims``: the problem's dimensions and default sizes, which a space giving no size
       measures (without ``dims``: ``n``, and a 64 MiB footprint by default);
-      ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out;
+      ``grid``, ``block``, ``dtype``: defaults for the axes a space leaves out (``grid_y``
+      and ``grid_z`` too, for a ``sweeper.cuda`` launch, whose grid has y and z: 1
+      where neither gives them; ``block`` any count of threads up to 1024 there, not
+      warps);
     - ``bytes_moved``, ``flops``: an expression over the dimensions and ``itemsize`` or a
       function of the problem returning a number >= 0 (an int or a finite float; anything
       else fails that problem's configs, at the function's line); bytes default to
@@ -599,7 +622,8 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
     """
     declared = Declaration(
         inputs=inputs, outputs=outputs, reference=reference, name=name, meta=meta, dims=dims,
-        grid=grid, block=block, dtype=dtype, footprint_bytes=footprint_bytes,
+        grid=grid, grid_y=grid_y, grid_z=grid_z, block=block, dtype=dtype,
+        footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model,
         refuse=refuse)

@@ -45,7 +45,8 @@ from sweeper.kernels._own_modules import absolute_name, module_file, own_source
 CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",
                "defaults", "footprint_bytes", "dims_from_footprint", "no_triton_function")
 #: ``sweeper.kernel``'s keywords that declare something a space is checked against.
-SHORT_KEYWORDS = ("dims", "meta", "grid", "block", "dtype", "footprint_bytes", "autotuned")
+SHORT_KEYWORDS = ("dims", "meta", "grid", "grid_y", "grid_z", "block", "dtype",
+                  "footprint_bytes", "autotuned")
 #: Calls built from literal arguments: the declaration's value types, nothing else.
 CALLS: dict[str, Callable[..., Any]] = {
     "Dim": Dim, "MetaParam": MetaParam,

@@ -102,7 +102,7 @@ def report_data(tables: ReportTables) -> dict[str, Any]:
     return {"metric": metric, "unit": unit(metric), "label": LABELS.get(metric, metric),
             "names": {**_shared.SHOWN, metric: unit(metric), "ci_lo_ms": "CI low ms",
                       "ci_hi_ms": "CI high ms", "stop": "stopped by"},
-            "config": [c for c in ("grid_label", "block", *tables.meta.meta_axes)
+            "config": [c for c in ("grid_label", "block", *tables.meta.param_axes)
                        if c in trials["columns"]],
             "trials": trials,
             "maps": [_map(m) for m in tables.heatmaps if m.measured and not m.flat],
@@ -120,8 +120,8 @@ def trial_rows(tables: ReportTables) -> dict[str, Any]:
     df = tables.frame
     if df.empty:
         return {"columns": [], "rows": [], "levels": {}}
-    held = {*HELD, *tables.meta.meta_axes}
-    names = [n for c in TRIAL_COLUMNS for n in (tables.meta.meta_axes if c == "META" else
+    held = {*HELD, *tables.meta.param_axes}
+    names = [n for c in TRIAL_COLUMNS for n in (tables.meta.param_axes if c == "META" else
                                                 [tables.metric] if c == "RATE" else [c])]
     frame = df.assign(problem=problem_keys(df), status=outcome_labels(df))
     frame = frame[[c for c in dict.fromkeys(names) if c in frame
@@ -359,7 +359,7 @@ def _failures(tables: ReportTables) -> list[str]:
 
 
 def _config_text(row: pd.Series, tables: ReportTables) -> str:
-    names = ["grid_label", "block", *tables.meta.meta_axes]
+    names = ["grid_label", "block", *tables.meta.param_axes]
     return " ".join(f"{'grid' if n == 'grid_label' else n}={_shared.cell_value(row[n])}"
                     for n in names if n in row)
 

@@ -117,7 +117,7 @@ def study_winners(store: StudyStore) -> tuple[StudyMeta, list[Winner]]:
     meta = store.study_meta()
     trials, _ = store.records()
     picks = Winners.of(store).picks(trials).values()
-    df = trials_frame(trials, meta.meta_axes)
+    df = trials_frame(trials, meta.param_axes)
     return meta, ([] if df.empty else winner_work(meta.study, meta.kernel, df, picks))
 
 

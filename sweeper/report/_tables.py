@@ -16,6 +16,7 @@ import pandas as pd
 
 from sweeper.ceilings import Ceilings
 from sweeper.consensus import Agreement
+from sweeper.core._model import GRID_EXTENTS
 from sweeper.core._units import counted
 from sweeper.finals import FinalRecord
 from sweeper.kernels import Headline
@@ -112,8 +113,11 @@ def _trial_row(t: TrialRecord, meta_names: Sequence[str], dim_names: Sequence[st
         "gb_per_j": (t.gbps * t.stats.median * 1e-3 / t.energy_j
                      if t.energy_j and t.stats and power_of_its_own(t) else np.nan),
     }
-    for name in meta_names:
-        row[name] = (cfg.meta if cfg else {}).get(name, _number(t.choice.get(name, "")))
+    params = {"grid_y": cfg.grid_y, "grid_z": cfg.grid_z, **cfg.meta} if cfg else {}
+    for name in meta_names:     # the grid beyond x too, where the space gives it
+        value = params.get(name, _number(t.choice.get(name, "")))
+        # unresolved, an expression is no value of the grid's (none, as grid's is)
+        row[name] = None if name in GRID_EXTENTS and isinstance(value, str) else value
     for name in dim_names:
         row[name] = dict(cfg.problem.dims).get(name) if cfg else _number(t.choice.get(name, ""))
     for stat in STAT_COLUMNS:
@@ -127,7 +131,7 @@ def _trial_row(t: TrialRecord, meta_names: Sequence[str], dim_names: Sequence[st
 def study_frame(meta: StudyMeta, trials: Sequence[TrialRecord]) -> pd.DataFrame:
     """:func:`trials_frame` of a study's trials: its meta-parameters, the ceilings it
     recorded and its kernel's headline rate."""
-    return trials_frame(trials, meta.meta_axes, study_ceilings(meta), Headline(meta.headline))
+    return trials_frame(trials, meta.param_axes, study_ceilings(meta), Headline(meta.headline))
 
 
 def study_ceilings(meta: StudyMeta) -> Ceilings | None:

@@ -98,7 +98,7 @@ def study_tables(store: Storage, *, shared_scale: bool = False, scale: str | Non
     unknown = winners.sources.unknown(every)
     left_out = earlier if len(trials) < len(every) else 0
     picks = {p.trial.number: p for p in winners.picks(trials).values()}
-    ceilings, meta_names, headline = study_ceilings(meta), meta.meta_axes, Headline(meta.headline)
+    ceilings, meta_names, headline = study_ceilings(meta), meta.param_axes, Headline(meta.headline)
     df = study_frame(meta, trials)
     metric = rate_column(df, headline)
     axes = meta.axes
@@ -167,7 +167,7 @@ def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
     bounds = Bounds.from_json(meta.bounds) if meta.bounds else None
     curves = footprint_curves(
         df, picks, metric, kernel=meta.kernel, gpu=meta.gpu,
-        grid_names=["grid_label", "block", *meta.meta_axes],
+        grid_names=["grid_label", "block", *meta.param_axes],
         l2_bytes=int(meta.environment.get("l2_bytes") or (bounds.l2_bytes if bounds else 0)),
         ceilings=ceilings, bounds=bounds)
     roof = None

@@ -42,6 +42,7 @@ from sweeper.core._model import (
     FACT_NAMES,
     LAUNCH_AXES,
     MAX_CONFIGS,
+    MAX_GRID_YZ,
     PROBLEM_AXES,
     Axis,
     AxisRole,
@@ -347,10 +348,15 @@ class _Parser:
 
     # -- axes ----------------------------------------------------------------------------
     def axes(self, params: Any, modes: list[str]) -> list[Axis]:
+        """The axes ``params`` gives and those the kernel's defaults stand in for: the
+        launch's (the grid beyond x, ``grid_y`` and ``grid_z``, only where the kernel's
+        launch takes it and the file or a kernel option gives it), the problem's and the
+        meta-parameters."""
         kernel = self.kernel_cls
         meta = dict(kernel.meta_params)
         dims = self.shape.names
-        known = (*LAUNCH_AXES, *PROBLEM_AXES, *dims, *meta)
+        grids = tuple(g for g in kernel.launch_shape.grids if g not in meta)
+        known = (LAUNCH_AXES[0], *grids, *LAUNCH_AXES[1:], *PROBLEM_AXES, *dims, *meta)
         params = self.zipped(params, known)
         # a group's name is a key too: listed, and suggested for a misspelling of it
         params = self.keys(params, "params", (*known, *(t.name for t in self.ties)))
@@ -359,6 +365,8 @@ class _Parser:
         for name in known:
             if name in ("footprint", *dims) and name not in sizes:
                 continue
+            if name in grids and name not in params and name not in kernel.defaults:
+                continue                        # 1, as a 1-D launch's
             path = f"params.{name}"
             if name in params:
                 raw = self.expand(name, params[name], path)
@@ -372,7 +380,7 @@ class _Parser:
                     self.from_option[path] = f"kernel.{name}"
                 else:
                     self.defaulted[name] = raw[0]
-            role = (AxisRole.LAUNCH if name in LAUNCH_AXES else
+            role = (AxisRole.LAUNCH if name in (*LAUNCH_AXES, *grids) else
                     AxisRole.PROBLEM if name in (*PROBLEM_AXES, *dims) else AxisRole.META)
             with self.at_kernel_default(name):
                 values = self.checked_values(name, raw, path)
@@ -894,12 +902,18 @@ class _Parser:
 
     def refusal(self, axis: str, value: int) -> str | None:
         """Why ``value`` cannot be one of ``axis``'s (``None`` if it can): threads per
-        program a launch cannot have, a dimension out of its declared limits, or a
+        program, a grid in y or z or a block's extent in y or z (``block_size_y``) the
+        kernel's launch cannot have, a dimension out of its declared limits, or a
         meta-parameter that is not a power of two where it must be one or not among its
         ``choices``."""
         declared = self.kernel_cls.meta_params.get(axis)
+        shape = self.kernel_cls.launch_shape
         if axis == "block":
-            return self.kernel_cls.launch_shape.problem(value)
+            return shape.problem(value)
+        if axis in shape.grids and declared is None and not 1 <= value <= MAX_GRID_YZ:
+            return f"{value} blocks; allowed: 1 to {MAX_GRID_YZ} (CUDA's limit in y and z)"
+        if axis in dict(shape.extents):
+            return shape.extent_problem(axis, value)
         if axis in self.shape.names:
             refusal = self.shape.dim(axis).refusal(value)
             return None if refusal is None else f"{axis}: {refusal}"

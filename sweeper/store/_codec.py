@@ -112,7 +112,8 @@ class _ConfigJson:
     """A resolved config as trial records keep it: flat, its problem's dtype, footprint
     and dimensions beside the launch values, ``num_warps`` written out (``block`` / 32);
     no ``dims`` for a problem without dimensions (:mod:`sweeper.store._upgrade` gives
-    them)."""
+    them), no ``grid_y`` or ``grid_z`` for a launch whose grid is 1 there (every launch
+    before CUDA C's grids in y and z, and every Triton one)."""
 
     grid: int
     block: int
@@ -122,10 +123,14 @@ class _ConfigJson:
     footprint: int
     cache: str
     dims: dict[str, int] = field(default_factory=dict)
+    grid_y: int = 1
+    grid_z: int = 1
 
 
 #: The keys a config's JSON must hold.
-_CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(_ConfigJson) if f.name != "dims")
+_CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(_ConfigJson)
+                     if f.default is dataclasses.MISSING and
+                     f.default_factory is dataclasses.MISSING)
 
 
 def _config_load(value: Any) -> Config:
@@ -138,14 +143,18 @@ def _config_load(value: Any) -> Config:
         raise Invalid(f"dtype {show(form.dtype)} is not one of {', '.join(DTYPES)}")
     if form.num_warps != form.block // 32:
         raise Invalid(f"num_warps {form.num_warps} is not block / 32 ({form.block} threads)")
+    low = next((k for k in ("grid_y", "grid_z") if getattr(form, k) < 1), None)
+    if low is not None:
+        raise Invalid(f"{low} {getattr(form, low)} is not a count of blocks (at least 1)")
     problem = Problem(form.dtype, form.footprint, tuple(form.dims.items()))
     return Config(problem=problem, grid=form.grid, block=form.block, meta=form.meta,
-                  cache=form.cache)
+                  cache=form.cache, grid_y=form.grid_y, grid_z=form.grid_z)
 
 
 def _config_dump(config: Config) -> dict[str, Any]:
-    return {"grid": config.grid, "block": config.block, "num_warps": config.num_warps,
-            "meta": dict(config.meta), **_problem_key_dump(ProblemKey.of(config))}
+    return {"grid": config.grid, **config.grid_extents, "block": config.block,
+            "num_warps": config.num_warps, "meta": dict(config.meta),
+            **_problem_key_dump(ProblemKey.of(config))}
 
 
 def note_load(cls: type[Note[Any]]) -> Callable[[Any], Any]:

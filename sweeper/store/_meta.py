@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweeper.core._model import GRID_EXTENTS
 from sweeper.errors import StudyError
 from sweeper.store._schema import FORMAT, decode, fields_problem, format_problem, json_type
 from sweeper.store._upgrade import upgraded_meta
@@ -144,6 +145,14 @@ class StudyMeta:
     def tuned_name(self) -> str:
         """The kernel as tuning files and exported modules name it."""
         return self.kernel_name or self.kernel
+
+    @property
+    def param_axes(self) -> list[str]:
+        """The axes a config's parameters are beside its grid and block, as reports and
+        tables show them: its grid beyond x where the space gives it (``grid_y``,
+        ``grid_z``: a CUDA C launch's), then the meta-parameters."""
+        extents = [a for a in GRID_EXTENTS if a in self.axes and a not in self.meta_axes]
+        return [*extents, *self.meta_axes]
 
 
 def named(meta: dict[str, Any], name: str) -> dict[str, Any]:

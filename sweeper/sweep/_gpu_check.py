@@ -345,7 +345,7 @@ def _ended(result: Precompiled, within_s: float | None) -> bool:
 
 def _named(config: Config) -> str:
     """``grid=2 block=32 BLOCK=256``: the config as every line names its launch."""
-    return launch_text(config.grid, config.block, config.meta)
+    return launch_text(config.grid, config.block, config.meta, config.grid_extents)
 
 
 def in_a_fork(compile: Callable[[Config], Precompiled], config: Config,
