@@ -862,6 +862,71 @@ def test_a_sweeper_cuda_kernel_with_a_meta_parameter_sweeper_defines_is_refused(
                                         "block_size_x itself")
 
 
+def test_nvrtc_options_are_every_compile_s_its_cache_key_s_and_its_source_s(
+        cu_space, tmp_path, monkeypatch):
+    """``nvrtc_options`` (Kernel Tuner's ``compiler_options``) go to every compile, after
+    the defines, and so into the disk cache's key, and into the study's source hash: a
+    kernel compiled otherwise is another kernel.  A kernel without them hashes as it did
+    before they were taken."""
+    from sweeper.kernels._cuda_build import _defines, precompile
+    from sweeper.kernels._cuda_spec import cache_key
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    kernels = {}
+    for extra in ("", "\n  nvrtc_options: [-use_fast_math, --fmad=false]"):
+        space = load_space(cu_space(space_text(extra=extra)))
+        kernels[extra] = load_kernel(space.kernel, space.kernel_options)
+    plain, fast = kernels.values()
+    config = Config(problem=Problem("float32", 4096), grid=8, block=128, meta={"VEC": 4})
+    fast.plan.launch.compiler = FakeCompiler()
+    precompile(fast.plan.launch, config)
+    flags = fast.plan.launch.compiler.calls[0][1]
+    assert flags[flags.index("-Dblock_size_z=1") + 1:][:2] == ("-use_fast_math", "--fmad=false")
+    files = fast.plan.launch.files()
+    assert cache_key(files, *_defines(fast.plan.launch, config), "sm_90", "12.4") != \
+        cache_key(files, *_defines(plain.plan.launch, config), "sm_90", "12.4")
+    assert plain.source_hash() != fast.source_hash()
+    assert "nvrtc_options ['-use_fast_math', '--fmad=false']" in fast.source()
+    assert "nvrtc_options" not in plain.source()
+    launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"],
+                          nvrtc_options=["-use_fast_math"])
+    assert _defines(launch, config)[1][-1] == "-use_fast_math"
+
+
+@pytest.mark.parametrize(("options", "at", "said"), [
+    ("[-use_fast_math, -DVEC=2]", "[1]", "'-DVEC=2': sweeper sets -D / --define-macro "
+     "itself, or it would read what sweeper does not hash; allowed: a define is an axis: "
+     "params: {NAME: [value]}"),
+    ("[-arch=sm_80]", "[0]", "'-arch=sm_80': sweeper sets -arch / --gpu-architecture "
+     "itself, or it would read what sweeper does not hash; allowed: the GPU's own"),
+    ("[-I/usr/include]", "[0]", "'-I/usr/include': sweeper sets -I / --include-path / "
+     "-include / --pre-include itself, or it would read what sweeper does not hash; "
+     "allowed: a header beside the .cu file"),
+    ("[fast]", "[0]", "'fast' is no NVRTC option; allowed: one option a list item, "
+     "starting with - and without spaces"),
+    ("['-Xptxas -v']", "[0]", "'-Xptxas -v' is no NVRTC option"),
+    ("[--std=c++14]", "[0]", "'--std=c++14': sweeper sets -std / --std itself"),
+    ("-use_fast_math", "", "'-use_fast_math' is no list of NVRTC options; allowed: up to 32 "
+     "options, such as [-use_fast_math, --fmad=false]"),
+])
+def test_an_nvrtc_option_sweeper_sets_or_none_is_refused_at_its_line(cu_space, capsys,
+                                                                     options, at, said):
+    """An option sweeper gives every compile itself (a define, the arch, the language), one
+    that has NVRTC read headers sweeper does not hash, and what is no option are refused
+    where they are written; so is each in ``sweeper.cuda``'s ``nvrtc_options``."""
+    path = cu_space(space_text(extra=f"\n  nvrtc_options: {options}"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:9: kernel.nvrtc_options{at}: {said}"), err
+    assert err.count("\n") == 1
+    import yaml
+
+    given = yaml.safe_load(options)
+    with pytest.raises(sweeper.SweeperError, match=rf"^sweeper\.cuda: nvrtc_options"
+                       rf"{re.escape(at)}: {re.escape(said)}"):
+        sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"], nvrtc_options=given)
+
+
 def test_a_tolerance_option_checks_the_outputs_at_it(cu_space):
     """Kernel Tuner's ``atol``: a float32 sum over a long loop lands further from torch's
     than ``assert_close``'s default allows, so a space gives its own (rtol, atol) per

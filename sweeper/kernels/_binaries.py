@@ -148,8 +148,7 @@ def cuda_binaries(options: dict[str, str], folder: Path | None = None) -> Binari
     from sweeper.kernels._cuda_spec import cache_key
 
     folder = folder or cuda_cache_dir()
-    launch = CudaLaunch(Path(options["source"]), options["entry"],
-                        json.loads(options.get("args", "[]")), options.get("template"), "")
+    launch = CudaLaunch.of_options(options, "")
     target = newest_target(folder)
     try:
         files = launch.files()

@@ -23,6 +23,7 @@ cache).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -155,18 +156,20 @@ class NvrtcCompiler:
 class CudaLaunch:
     """Launch ``entry`` (or the ``template`` instantiation) of the CUDA file ``source``
     with the tensors and scalars ``args`` names, ``grid`` blocks of ``block`` threads, on
-    torch's current stream; compiled per config's defines on first use (cached on disk)
-    and kept loaded for the process.  ``module`` names the module that declares it, whose
-    source identifies the kernel's version in a study."""
+    torch's current stream; compiled per config's defines, and with ``options`` (NVRTC
+    options every compile adds, Kernel Tuner's ``compiler_options``), on first use (cached
+    on disk) and kept loaded for the process.  ``module`` names the module that declares
+    it, whose source identifies the kernel's version in a study."""
 
     needs_gpu = True
     #: a CUDA C block: any count of threads a launch takes, not warps
     launch_shape = THREAD_BLOCKS
 
     def __init__(self, source: Path, entry: str, args: Sequence[str],
-                 template: str | None, module: str) -> None:
+                 template: str | None, module: str, options: Sequence[str] = ()) -> None:
         self.source, self.entry, self.template = source, entry, template
         self.raw_args = tuple(args)
+        self.options = tuple(options)
         self.__name__ = entry
         self.__module__ = module
         #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
@@ -179,6 +182,14 @@ class CudaLaunch:
         #: where the files last read include a file that was not there (:meth:`absent`)
         self._absent: tuple[Path, ...] = ()
         self._kernel_source: str | None = None
+
+    @classmethod
+    def of_options(cls, options: Mapping[str, str], module: str) -> CudaLaunch:
+        """The launch a space's ``cuda`` kernel options declare (``source``, ``entry``,
+        ``args``, ``template``, ``nvrtc_options``), declared in ``module``."""
+        return cls(Path(options["source"]), options["entry"],
+                   json.loads(options.get("args", "[]")), options.get("template"), module,
+                   json.loads(options.get("nvrtc_options", "[]")))
 
     def files(self) -> dict[Path, bytes]:
         """The source's and its includes' bytes (:func:`~sweeper.kernels._cuda_spec.
@@ -268,13 +279,15 @@ class CudaLaunch:
         return int_overflow(self.raw_args, values, "at this config")
 
     def kernel_source(self) -> str:
-        """The source and every file it includes (:meth:`files`), what a study's source
-        hash covers."""
+        """The source and every file it includes (:meth:`files`), the entry, the
+        arguments and the NVRTC options where it has any: what a study's source hash
+        covers (a kernel without options hashes as it did before they were taken)."""
         files = self.files()
         if self._kernel_source is None:
+            given = f", nvrtc_options {list(self.options)}" if self.options else ""
             self._kernel_source = "".join(
                 f"// {p.name}\n{data.decode(errors='replace')}\n" for p, data in files.items()
-            ) + f"// entry {self.template or self.entry}, args {list(self.raw_args)}\n"
+            ) + f"// entry {self.template or self.entry}, args {list(self.raw_args)}{given}\n"
         return self._kernel_source
 
     def __call__(self, config: Config, **tensors: Any) -> None:
@@ -329,10 +342,13 @@ def _stamps(files: Mapping[Path, bytes]) -> dict[Path, tuple[int, int]]:
 
 
 def _defines(cuda: CudaLaunch, config: Config) -> tuple[str, tuple[str, ...]]:
-    """The entry to look up (a template's instantiation) and NVRTC's ``-D`` options."""
+    """The entry to look up (a template's instantiation) and the options it compiles
+    with: NVRTC's ``-D`` defines, then the launch's own options (both part of the cache
+    key)."""
     meta = dict(config.meta)
     options = nvrtc_options(meta, config.block, config.problem.dtype, cuda.template)
-    return (instantiation(cuda.template, meta) if cuda.template else cuda.entry), options
+    return (instantiation(cuda.template, meta) if cuda.template else cuda.entry), \
+        (*options, *cuda.options)
 
 
 def _load(cubin: bytes, lowered: str, tensors: Mapping[str, Any]) -> Any:

@@ -46,6 +46,7 @@ from sweeper.kernels._cuda_spec import (
     include_paths,
     included,
     int_overflow,
+    nvrtc_option_problem,
     read_includes,
     sources,
     template_arguments,
@@ -78,17 +79,19 @@ GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\
 DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
-    "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict}
+    "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict,
+    "nvrtc_options": list}
 
 
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
-         template: str | None = None) -> CudaLaunch:
+         template: str | None = None, nvrtc_options: Sequence[str] = ()) -> CudaLaunch:
     """The launch of a CUDA C/C++ kernel, for :func:`sweeper.kernel`: ``source`` (relative
     to the calling module's folder; in a REPL or notebook, the current one), ``entry``
     the ``__global__`` function, ``args`` its arguments in order (tensors by name,
     dimensions and meta-parameters by name, numbers; a scalar typed as ``n:int64``,
     default int32 or float32), ``template`` an instantiation of ``entry`` such as
-    ``"copy<{VEC}>"``.
+    ``"copy<{VEC}>"``, ``nvrtc_options`` NVRTC options every compile adds
+    (``["-use_fast_math"]``: Kernel Tuner's ``compiler_options``).
     Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
     ``-DDTYPE``."""
     caller = sys._getframe(1).f_globals
@@ -97,7 +100,13 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     folder = Path(module_file).resolve().parent if module_file else Path.cwd()
     path = (folder / source).resolve()
     beside = f"the folder of {module_file}" if module_file else "the current folder"
-    launch = CudaLaunch(path, entry, args, template, caller.get("__name__", __name__))
+    wrong = nvrtc_option_problem(list(nvrtc_options) if isinstance(
+        nvrtc_options, (list, tuple)) else nvrtc_options)
+    if wrong is not None:
+        at = "" if wrong[0] is None else f"[{wrong[0]}]"
+        raise SweeperError(f"sweeper.cuda: nvrtc_options{at}: {wrong[1]}")
+    launch = CudaLaunch(path, entry, args, template, caller.get("__name__", __name__),
+                        nvrtc_options)
     files, problem = _read_source(launch, beside)           # read once, kept by the launch
     problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
@@ -139,10 +148,12 @@ class CudaDeclaration(Kernel):
         "tolerance": "(rtol, atol) by dtype the outputs are checked at ({float32: [1e-4, "
                      "1e-3]}); default torch.testing.assert_close's",
         "headline": "the rate reports lead with: gbps (default) or tflops (needs flops)",
+        "nvrtc_options": "NVRTC options every compile adds ([-use_fast_math, --fmad=false]: "
+                         "Kernel Tuner's compiler_options)",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
-         "flops", "model", "refuse", "tolerance", "headline"})
+         "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -227,6 +238,9 @@ class CudaDeclaration(Kernel):
 
     @classmethod
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
+        if key == "nvrtc_options":          # each option at its own line, as declared
+            unfit = nvrtc_option_problem(_json_or_text(value))
+            return unfit[1] if unfit is not None and unfit[0] is None else None
         if key in STRUCTURED:
             return _structured_problem(key, value)
         if key in ("reference", "refuse"):
@@ -243,8 +257,11 @@ class CudaDeclaration(Kernel):
         ``model`` names (:mod:`sweeper.kernels._model_form`; the names its settings read
         are checked against those axes and the dimensions, and unchecked where there are
         none)."""
-        launch = CudaLaunch(Path(options["source"]), options["entry"],
-                            json.loads(options["args"]), options.get("template"), __name__)
+        unfit = nvrtc_option_problem(json.loads(options.get("nvrtc_options", "[]")))
+        if unfit is not None:                   # at the option that is wrong
+            raise OptionError("nvrtc_options" if unfit[0] is None else
+                              f"nvrtc_options[{unfit[0]}]", unfit[1])
+        launch = CudaLaunch.of_options(options, __name__)
         _, problem = _read_source(launch, "the space file")
         if problem is not None:                 # read once here, kept by the launch
             raise OptionError("source", problem)
@@ -763,11 +780,16 @@ def _template_problem(value: str) -> str | None:
     return names if isinstance(names, str) else None
 
 
-def _structured_problem(key: str, value: str) -> str | None:
+def _json_or_text(value: str) -> Any:
+    """A structured option's value as its JSON text reads, else the text itself."""
     try:
-        data = json.loads(value)
+        return json.loads(value)
     except ValueError:
-        data = value
+        return value
+
+
+def _structured_problem(key: str, value: str) -> str | None:
+    data = _json_or_text(value)
     return None if isinstance(data, STRUCTURED[key]) and data else \
         f"{value!r} is not a valid {key}: {CudaDeclaration.options[key]}"
 

@@ -34,6 +34,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweeper.escape import cut
+
 #: The C type each dtype compiles to as ``-DDTYPE=...``.
 C_TYPES = {"float64": "double", "float32": "float", "float16": "__half",
            "bfloat16": "__nv_bfloat16", "int64": "long long", "int32": "int",
@@ -273,6 +275,48 @@ def meta_problem(name: str) -> str | None:
                 f"(-D{DTYPE_DEFINE}=float), so its own -D{DTYPE_DEFINE} would be replaced and "
                 "its configs repeat one another; allowed: the dtypes as the problem axis "
                 "dtype (dtype: [float32, float16])")
+    return None
+
+
+#: The NVRTC options a kernel's ``nvrtc_options`` may not give, each with what to do
+#: instead: those sweeper sets itself at every compile (the defines, the architecture, the
+#: language), and those that would have NVRTC read files sweeper neither hashes nor
+#: watches (their edits would go unseen by the cache key and the study's source hash).
+RESERVED_OPTIONS = {
+    ("-D", "--define-macro"): "a define is an axis: params: {NAME: [value]}",
+    ("-U", "--undefine-macro"): "an axis its source reads, or an #undef in the source",
+    ("-arch", "--gpu-architecture"): "the GPU's own, which every compile takes",
+    ("-std", "--std"): "C++17, which every compile takes",
+    ("-I", "--include-path", "-include", "--pre-include"):
+        "a header beside the .cu file or in its folder, #included: its text is part of "
+        "the kernel's source",
+}
+#: The most options ``nvrtc_options`` may give, and the longest each may be.
+MAX_NVRTC_OPTIONS, MAX_NVRTC_OPTION = 32, 200
+
+
+def nvrtc_option_problem(options: object) -> tuple[int | None, str] | None:
+    """Where ``options`` (a kernel's ``nvrtc_options``: Kernel Tuner's
+    ``compiler_options``) are no NVRTC options every compile may add, and why: the index
+    of the one at fault (``None``: the list itself), or ``None`` where they are.  Each is
+    one option as NVRTC takes it (``-use_fast_math``, ``--fmad=false``, ``-maxrregcount=64``),
+    a string starting with ``-`` and no space, none sweeper sets itself or one that has
+    NVRTC read other files (:data:`RESERVED_OPTIONS`)."""
+    if not isinstance(options, (list, tuple)) or len(options) > MAX_NVRTC_OPTIONS:
+        return None, (f"{cut(repr(options), 60)} is no list of NVRTC options; allowed: up to "
+                      f"{MAX_NVRTC_OPTIONS} options, such as [-use_fast_math, --fmad=false]")
+    for i, option in enumerate(options):
+        if not isinstance(option, str) or not option.startswith("-") or \
+                len(option) > MAX_NVRTC_OPTION or any(c.isspace() for c in option):
+            return i, (f"{cut(repr(option), 60)} is no NVRTC option; allowed: one option a "
+                       "list item, starting with - and without spaces (-use_fast_math, "
+                       "--fmad=false, -maxrregcount=64)")
+        for names, instead in RESERVED_OPTIONS.items():
+            name = next((n for n in names if option == n or option.startswith(
+                (f"{n}=", n) if len(n) == 2 else f"{n}=")), None)
+            if name is not None:
+                return i, (f"{option!r}: sweeper sets {' / '.join(names)} itself, or it "
+                           f"would read what sweeper does not hash; allowed: {instead}")
     return None
 
 
