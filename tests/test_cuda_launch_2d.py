@@ -22,6 +22,8 @@ from sweeper.errors import TuningWarning
 from sweeper.kernels import load_kernel
 from sweeper.kernels._cuda_build import _defines, launch_dims
 from sweeper.space import AxisRole, Config, Invalid, MeasureSpec, Problem, load_space
+from sweeper.store import TrialRecord
+from sweeper.store._schema import record_problem
 from sweeper.study import enumerate_choices
 
 #: C[M, N] = A[M, K] @ B[K, N] in float32, row-major, written as Kernel Tuner's examples
@@ -243,6 +245,10 @@ def test_a_2d_study_records_reports_exports_and_looks_up_its_grid_in_y(matmul_sp
                           -(-200 // (r["config"]["meta"]["block_size_y"] *
                                      r["config"]["meta"]["tile_size_y"])) for r in trials)
     assert all("grid_z" not in r["config"] for r in trials)       # 1: left out
+    line = trials[0]
+    assert TrialRecord.from_json(line).to_json()["config"] == line["config"]   # as it was
+    assert record_problem({**line, "config": {**line["config"], "grid_y": 0}}) == (
+        "trial record: config: grid_y 0 is not a count of blocks (at least 1)")
     study = sweeper.load_study(tmp_path / "st" / "space-replay")
     table = study.trials_dataframe()
     assert {"grid_y", "block_size_y", "tile_size_y"} <= set(table.columns)

@@ -155,11 +155,12 @@ class NvrtcCompiler:
 
 class CudaLaunch:
     """Launch ``entry`` (or the ``template`` instantiation) of the CUDA file ``source``
-    with the tensors and scalars ``args`` names, ``grid`` blocks of ``block`` threads, on
-    torch's current stream; compiled per config's defines, and with ``options`` (NVRTC
-    options every compile adds, Kernel Tuner's ``compiler_options``), on first use (cached
-    on disk) and kept loaded for the process.  ``module`` names the module that declares
-    it, whose source identifies the kernel's version in a study."""
+    with the tensors and scalars ``args`` names, a config's grid of blocks in up to three
+    dimensions (:func:`launch_dims`), on torch's current stream; compiled per config's
+    defines, and with ``options`` (NVRTC options every compile adds, Kernel Tuner's
+    ``compiler_options``), on first use (cached on disk) and kept loaded for the process.
+    ``module`` names the module that declares it, whose source identifies the kernel's
+    version in a study."""
 
     needs_gpu = True
     #: a CUDA C block: any count of threads a launch takes, not warps
