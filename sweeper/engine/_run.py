@@ -435,8 +435,11 @@ def _left_line(summary: Any) -> str | None:
     said apart (``retry``: their worker process was killed from outside), and the finals
     not run (``12 configs (1 of them to measure again: its worker process was killed from
     outside) and the finals of 1 problem left for the next run: Ctrl-C stopped the sweep
-    (run the same command to measure them)``); after any other stop, the configs to be
-    measured again; ``None`` where it left nothing of these."""
+    (run the same command to measure them)``); after any other stop (a budget), the
+    configs to be measured again (where the trial budget was spent before them, the
+    budget that measures them: the same command would not), and the finals this run ran
+    without them, which run again once they measure; ``None`` where it left nothing of
+    these."""
     from sweeper.outcome import killed_from_outside
     from sweeper.sweep._budget import INTERRUPTED
 
@@ -444,9 +447,16 @@ def _left_line(summary: Any) -> str | None:
     if not configs and not summary.finals_stopped:
         if not summary.again:
             return None
+        it = "it" if summary.again == 1 else "them"
+        how = f"run the same command to measure {it}" if not summary.trials_for_again else \
+            f"the trial budget is spent: {given('trials', summary.trials_for_again)} " \
+            f"measures {it}"
+        finals = summary.finals_before_again
+        ran = "" if not finals else (
+            f"; this run's finals of {counted(finals, 'problem')} ran without {it}, and run "
+            f"again once the next run measures {it} ok")
         return (f"{counted(summary.again, 'config')} left for the next run to measure again: "
-                f"{killed_from_outside(summary.again)} (run the same command to measure "
-                f"{'it' if summary.again == 1 else 'them'})")
+                f"{killed_from_outside(summary.again)} ({how}{ran})")
     what = [f"{'' if exact else 'up to '}{counted(configs, 'config')}"] if configs else []
     again = min(summary.again, configs)
     if again:
@@ -837,13 +847,18 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
 
     own = summary.trials[summary.resumed:]
     # a replay's configs its table lacks were never measured, and did not fail; nor did
-    # those whose worker was killed from outside, which the next run measures again
+    # those whose worker was killed from outside, which the next run measures again unless
+    # this one did (their next trial is the config's, said apart)
     absent = sum(1 for t in own if t.status is TrialStatus.MISSING)
-    again = sum(1 for t in own if t.retry)
+    measured = {t.key() for t in own if not t.retry}
+    again = sum(1 for t in own if t.retry and t.key() not in measured)
+    killed = {t.key() for t in summary.trials if t.retry}
+    remeasured = sum(1 for t in own if not t.retry and t.key() in killed)
     failed = sum(1 for t in own if is_failure(t))
     ok = sum(1 for t in own if t.status is TrialStatus.OK)
     abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
-    say(f"done: {counts_text(ok, abandoned, failed, absent, again)}, {skipped_line(own)}, "
+    say(f"done: {counts_text(ok, abandoned, failed, absent, again, remeasured)}, "
+        f"{skipped_line(own)}, "
         f"{summary.repeated} repeated proposals answered from the store, in "
         f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     earlier = failed_line(before, among=[*summary.trials[:summary.resumed], *own],
