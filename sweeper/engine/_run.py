@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,7 +194,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
         say(unchanged)
     limits = _header(say, space, device, facts, measure, store)
     done = _done(store, kept_trials)
-    plan = _run_plan(options, space, device, clock, done, store, bounded)
+    plan = _run_plan(options, space, device, clock, done, store, bounded,
+                     again=_again(store, kept_trials))
     # a check of what compiles for a GPU is of the trials: a run with none left needs none
     check = None if plan is not None and not plan.trials else _gpu_check(
         say, options, space, kernel, device, facts, clock, bounded.budget.time_s)
@@ -346,11 +347,12 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
 
 
 def _run_plan(options: RunOptions, space: Any, device: Any, clock: Any,
-              kept: Sequence[Any], store: Any, bounded: Any) -> Any:
+              kept: Sequence[Any], store: Any, bounded: Any,
+              again: Sequence[Mapping[str, str]] = ()) -> Any:
     """What ``sweeper plan`` plans of this run (a :class:`~sweeper.plan.Plan`): ``space``
-    under its budgets (``bounded``), less the ``kept`` trials, plus the finals ``store``
-    still owes; None for a replay (the estimate is the recorded GPU's) or a space too
-    large to plan quickly."""
+    under its budgets (``bounded``), less the ``kept`` trials, the configs to measure
+    ``again`` first, plus the finals ``store`` still owes; None for a replay (the estimate
+    is the recorded GPU's) or a space too large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
     from sweeper.plan import plan_of, run_shape
@@ -358,7 +360,7 @@ def _run_plan(options: RunOptions, space: Any, device: Any, clock: Any,
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
-    plan, _ = plan_of(bounded, device, resumed_shape(shape, store, kept))
+    plan, _ = plan_of(bounded, device, resumed_shape(shape, store, kept, again))
     return plan
 
 
@@ -373,16 +375,31 @@ def _done(store: Any, kept: Sequence[Any]) -> list[Any]:
     return Sources.of(store.study_meta()).done(kept)
 
 
-def resumed_shape(shape: Any, store: Any, kept: Sequence[Any]) -> Any:
+def _again(store: Any, trials: Sequence[Any]) -> tuple[Mapping[str, str], ...]:
+    """The choices of the study in ``store``'s ``trials`` to be measured again (``retry``:
+    their worker process was killed from outside) on the kernel source it records now,
+    which a run measures first (:mod:`sweeper.sweep._loop`)."""
+    if not any(t.retry for t in trials):
+        return ()
+    from sweeper.winners import Sources
+
+    return tuple(t.choice for t in Sources.of(store.study_meta()).on_source_now(trials)
+                 if t.retry)
+
+
+def resumed_shape(shape: Any, store: Any, kept: Sequence[Any],
+                  again: Sequence[Mapping[str, str]] = ()) -> Any:
     """``shape`` (a :class:`~sweeper.plan.RunShape`) of a run that resumes the study in
     ``store``, whose ``kept`` trials it measures none of again, counts towards its trial
-    budget, and whose finals it still owes: what ``run`` and ``plan`` estimate alike."""
-    if not kept:
+    budget, and whose finals it still owes, and which measures the choices ``again`` (of
+    trials to be measured again) first: what ``run`` and ``plan`` estimate alike."""
+    if not kept and not again:
         return shape
     from sweeper.trial import trials_counted
 
     return dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
-                               spent=trials_counted(kept), finals_owed=_finals_owed(store, kept))
+                               spent=trials_counted(kept), again=tuple(again),
+                               finals_owed=_finals_owed(store, kept))
 
 
 def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple[int, float]]:
