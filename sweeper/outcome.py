@@ -122,15 +122,20 @@ def absent_text(n: int) -> str:
     return f"{counted(n, 'config')} {NOT_IN_TABLE}"
 
 
-def counts_text(ok: int, abandoned: int, failed: int, absent: int, again: int = 0) -> str:
+def counts_text(ok: int, abandoned: int, failed: int, absent: int, again: int = 0,
+                remeasured: int = 0) -> str:
     """``190 measured, 4 abandoned early, 6 failed``: trials by what became of them, as the
     run's ``done:`` line and the report count them alike (``measured``: a number kept; an
     abandoned trial was measured until clearly slower, not failed; a replay's configs its
     table lacks, where there are any, apart from the failed; those to be measured again,
-    where there are any, apart from the failed too: :func:`again_text`)."""
+    where there are any, apart from the failed too: :func:`again_text`; the run's own
+    count ends with the configs it measured again, ``remeasured``, where there are any:
+    ``(2 measured again: their worker processes were killed from outside)``)."""
     return (f"{ok} measured, {f'{abandoned} abandoned early, ' if abandoned else ''}"
             f"{failed} failed{f', {again_text(again)}' if again else ''}"
-            f"{f', {absent_text(absent)}' if absent else ''}")
+            f"{f', {absent_text(absent)}' if absent else ''}" + (
+                f" ({remeasured} measured again: {killed_from_outside(remeasured)})"
+                if remeasured else ""))
 
 
 def problem_text(problem: ProblemKey) -> str:

@@ -411,6 +411,9 @@ class Plan:
     trials: int = 0                                       # what the budget lets run
     #: the configs the run would measure without a trial budget (``trials`` where none binds)
     todo: int = 0
+    #: of ``trials``, the configs measured again (their worker process was killed from
+    #: outside: :attr:`RunShape.again`), which the run measures first
+    again: int = 0
     ruled_out: RuledOut = field(default_factory=RuledOut)
     #: ``estimate_s`` by what it goes to (start-up, trials, compile, proposals, finals,
     #: report), in that order
@@ -588,6 +591,10 @@ class RunShape:
     #: trial budget counts already (all but those the constraints ruled out)
     done: frozenset[tuple[str, ...]] = frozenset()
     spent: int = 0
+    #: the choices of the study's trials to be measured again (``retry``: their worker
+    #: process was killed from outside): a resumed run measures those of its configs
+    #: first, within its trial budget, so the plan prices them first
+    again: tuple[Mapping[str, str], ...] = ()
     #: the finals the study still owes (a run stopped before or during them) of problems
     #: that may have no config left to measure: per (problem, cache), how many configs it
     #: measured and the fastest median, in seconds
@@ -723,18 +730,28 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     scales = (base[0] * gpu[0], base[1] * gpu[1])
     todo = 0                      # the valid configs the study has not answered yet
     left = None if budget is None else max(0, budget - shape.spent)
+    # the configs measured again come first, the others in the trials the budget leaves
+    again = measured_again(space, shape.again, facts, proposed)
+    first = len(again) if left is None else min(len(again), left)
+    firsts = others = 0
     for choice, outcome in resolved(space, facts.env(), facts.max_footprint):
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
             continue
         valid += 1
-        if proposed is not None and tuple(sorted(
-                (space.contract(choice) or {}).items())) not in proposed:
+        if proposed is not None and _sampler_key(space, choice) not in proposed:
             continue
-        if shape.done and key_of(choice) in shape.done:
+        config_key = key_of(choice)
+        if shape.done and config_key in shape.done:
             continue
         todo += 1
-        if left is None or todo <= left:
+        if config_key in again:
+            firsts += 1
+            priced = firsts <= first
+        else:
+            others += 1
+            priced = left is None or others <= left - first
+        if priced:
             launch, by_flops = _launch_seconds(outcome, bytes_moved, flops, costs, ops)
             launch *= scales[by_flops]
             # the power limiter steps in after 15-20 ms of load (the H200): a FLOP-bound
@@ -796,9 +813,36 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                              "flop_scale": base[1] / base[0] if flop_bound else 1.0},
                 gpu_scale=(gpu[False], gpu[True] if flop_bound else 1.0,
                            shape.gpu.why(flop_bound) if fresh else ""),
-                trials=trials, todo=todo, ruled_out=ruled_out, parts=parts,
+                trials=trials, todo=todo, again=first, ruled_out=ruled_out, parts=parts,
                 binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
                 maps=heatmaps)
+
+
+def _sampler_key(space: Space, choice: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``choice`` as :func:`proposed` keys a config: as the sampler names it, sorted."""
+    return tuple(sorted((space.contract(choice) or {}).items()))
+
+
+def measured_again(space: Space, again: Sequence[Mapping[str, str]], facts: DeviceFacts,
+                   proposed: set[tuple[tuple[str, str], ...]] | None = None
+                   ) -> set[tuple[str, ...]]:
+    """The keys of the choices ``again`` (trials to be measured again) that a run of
+    ``space`` measures: each axis at one of the space's labels (a zipped group at one of
+    its rows), valid on the device with ``facts``, and among those the sampler proposes
+    (``proposed``; ``None``: any)."""
+    labels = {a.name: set(a.labels) for a in space.axes}
+    out: set[tuple[str, ...]] = set()
+    for choice in again:
+        if set(choice) != set(labels) or any(choice[a] not in labels[a] for a in labels) \
+                or space.contract(choice) is None:
+            continue
+        try:
+            space.resolve(choice, facts.env(), facts.max_footprint)
+        except Invalid:
+            continue
+        if proposed is None or _sampler_key(space, choice) in proposed:
+            out.add(key_of(choice))
+    return out
 
 
 def _compile_seconds(binaries: int, trials_s: float, shape: RunShape, power: bool) -> float:

@@ -33,6 +33,7 @@ from rich.text import Text
 
 from sweeper.core._units import counted
 from sweeper.kernels._base import Headline
+from sweeper.outcome import outcome_label
 from sweeper.store import TrialRecord
 
 #: In a notebook: the least seconds between two redraws of the bar (the last trial and the
@@ -92,10 +93,14 @@ class ProgressReporter:
         self._draw(force=True)
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
-        last = self._rate(record) if record.ok else record.status.value
-        self._done += 1
+        """Show ``record`` as the last trial; one to be measured again (``retry``: its
+        worker process was killed from outside) leaves the count as it was: the trial
+        that measures its config again counts it."""
+        last = self._rate(record) if record.ok else outcome_label(record)
+        advance = 0 if record.retry else 1
+        self._done += advance
         assert self._task is not None, "start() comes before the first trial"
-        self._progress.update(self._task, advance=1, left=f"best {self._rate(best)}",
+        self._progress.update(self._task, advance=advance, left=f"best {self._rate(best)}",
                               right=f"last {last}", compiles=self._compiles)
         self._draw(force=self._done >= self._total)
 

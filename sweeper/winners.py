@@ -128,11 +128,11 @@ class Sources:
         the study's source now, and those the constraints ruled out (no source changes
         that).  A config measured only on an earlier source is measured again, and so is
         one whose trial is to be (``retry``: its worker was killed from outside)."""
-        return [t for t in self._on_source_now(trials) if not t.retry]
+        return [t for t in self.on_source_now(trials) if not t.retry]
 
-    def _on_source_now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+    def on_source_now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
         """``trials`` measured on the study's source now, and those the constraints
-        ruled out."""
+        ruled out: :meth:`done`'s and those to be measured again (``retry``)."""
         return [t for t in trials if t.status is TrialStatus.INVALID or self.current(t)]
 
     def source_of(self, trial: TrialRecord) -> str | None:
@@ -161,7 +161,7 @@ class Sources:
         (:meth:`shown_earlier`); beside them, those the constraints ruled out."""
         earlier = self.shown_earlier(trials)
         if earlier is None:
-            return self._on_source_now(trials)
+            return self.on_source_now(trials)
         return [t for t in trials if t.status is TrialStatus.INVALID
                 or self.source_of(t) == earlier.source]
 

@@ -89,3 +89,37 @@ def forced_study(folder: Path, monkeypatch, trials: int = 2):
     monkeypatch.setattr(type(load_kernel("copy")), "source_hash", lambda self: "1" * 16)
     return sweeper.run(SPACE, device=f"replay:{slow}", studies_dir=folder, quiet=True,
                        report=False, force=True, trials=trials)
+
+
+#: The reason a trial whose worker process a SIGKILL from outside ended is recorded with.
+KILLED = ("a SIGKILL that sweeper did not send killed the worker process: not the kernel's "
+          "fault, the sweep measures it again")
+
+
+def killed_from_outside(record):
+    """``record`` (a :class:`~sweeper.store.TrialRecord`) as a worker process's trial
+    that a SIGKILL sweeper did not send ended is kept (``retry``): crashed, no samples,
+    its config to be measured again."""
+    import dataclasses
+
+    from sweeper.trial import TrialStatus
+
+    return dataclasses.replace(record, status=TrialStatus.CRASHED, reason=KILLED,
+                               samples_ms=[], stats=None, gbps=0.0, gflops=0.0,
+                               stop_reason=None, retry=True)
+
+
+def kill_trial(study: Path, number: int) -> None:
+    """Trial ``number`` of the study in ``study`` rewritten in its journal as
+    :func:`killed_from_outside` keeps it (in format 3, as ``sweeper run`` writes it)."""
+    import json
+
+    from sweeper.store import StudyStore
+
+    record = next(t for t in StudyStore(study).records()[0] if t.number == number)
+    journal = study / "trials.jsonl"
+    lines = journal.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "trial"
+              and json.loads(line).get("number") == number)
+    lines[at] = json.dumps(killed_from_outside(record).to_json(), separators=(",", ":"))
+    journal.write_text("\n".join(lines) + "\n")

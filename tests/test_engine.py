@@ -124,62 +124,65 @@ def test_worker_processes_survive_a_crash_and_a_hang_in_one_command(write_space,
 
 
 @pytest.mark.parametrize("signal_", ["SIGKILL", "SIGTERM"])
-def test_a_worker_killed_from_outside_leaves_its_config_to_the_next_run_once(
+def test_a_worker_killed_from_outside_has_its_config_measured_again_once_before_the_finals(
         signal_, write_space, tmp_path, monkeypatch, capsys):
-    """Slow (~40 s: three commands, each worker process importing torch).  A SIGKILL that
+    """Slow (~30 s: two commands, each worker process importing torch).  A SIGKILL that
     sweeper did not send (the OOM killer, a user's kill -9), or a SIGTERM (a scheduler
-    ending a job's processes), is no fault of the kernel's:
-    the trial is recorded crashed to be measured again, counted apart from the failed;
-    the run, every other config tried, is not "complete" and exits 75 (run the same
-    command), and the next run measures the config again, once; killed again, it is the
-    config's crash (exit 3, then in the next run's "failed in earlier runs"), measured no
-    more.  The study reads as one trial a config."""
+    ending a job's processes), is no fault of the kernel's: the trial is recorded crashed
+    to be measured again, counted apart from the failed, and a fresh worker measures its
+    config again, once, before the sampler's next proposal.  The 4-warp config, killed
+    once, then measures, before the finals (which met it, so the next run runs none
+    again); the 1-warp one, killed again, is the config's crash (exit 3, then in the next
+    run's "failed in earlier runs"), measured no more.  The study reads as one trial a
+    config; the journal keeps both kills, in format 3."""
     from sweeper.cli import main
+    from sweeper.finals import FinalRecord
+    from sweeper.winners import Winners
 
     monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
     monkeypatch.setenv("SWEEPER_TEST_KILL_SIGNAL", signal_)
     path = write_space(SMALL_SPACE.replace("kernel: copy",
                                            "kernel: tests.kernels_for_tests:KilledOnBigBlock"))
+    store = StudyStore(tmp_path / "tiny-interpret")
 
     def run() -> tuple[int, str, list[TrialRecord]]:
         status = main(["run", str(path), "--device", "interpret", "--workers", "process",
                        "--studies-dir", str(tmp_path), "--quiet", "--no-report"])
         out = capsys.readouterr().out
-        measured = _measured(StudyStore(tmp_path / "tiny-interpret"))
+        measured = _measured(store)
         assert len(measured) == len({t.key() for t in measured}) == 6
         return status, out, [t for t in measured if not t.ok]
 
     status, out, failed = run()
-    assert status == 75, out
-    assert ("done: 4 measured, 0 failed, 2 to measure again (their worker processes were "
-            "killed from outside), ") in out and "\nfailed:" not in out
-    assert ("stopped: every valid config tried, 2 of them to measure again (their worker "
-            "processes were killed from outside)\n") in out and "complete" not in out
-    assert ("2 configs left for the next run to measure again: their worker processes were "
-            "killed from outside (run the same command to measure them)") in out
-    assert [(t.retry, t.config.meta["BLOCK"]) for t in failed] == [(True, 1024)] * 2
-    assert all(t.reason == (
-        f"a {signal_} that sweeper did not send killed the worker process: not the kernel's "
-        "fault, the next run measures it again (the OOM killer, or a user's or a "
-        f"scheduler's kill; killed by {signal_}; no output; killed so again, it is recorded "
-        "as crashed); the sweep went on with a fresh worker") for t in failed)
-    first = {t.config.num_warps: t.number for t in failed}
-
-    status, out, failed = run()           # the 4-warp config is measured, the other killed
     assert status == 3, out
-    assert "done: 1 measured, 1 failed" in out and "earlier runs" not in out
-    assert "stopped: complete: every valid config tried" in out   # nothing is left
+    assert ("done: 5 measured, 1 failed (2 measured again: their worker processes were "
+            "killed from outside), ") in out
+    assert "stopped: complete: every valid config tried\n" in out
     assert "left for the next run" not in out
+    killed = [d for d in store.raw_records() if d.get("retry")]
+    assert [d["config"]["meta"]["BLOCK"] for d in killed] == [1024, 1024]
+    assert all(d["reason"] == (
+        f"a {signal_} that sweeper did not send killed the worker process: not the kernel's "
+        "fault, the sweep measures it again (the OOM killer, or a user's or a "
+        f"scheduler's kill; killed by {signal_}; no output; killed so again, it is recorded "
+        "as crashed); the sweep went on with a fresh worker") for d in killed)
+    first = {d["config"]["num_warps"]: d["number"] for d in killed}
     (crashed,) = failed
     assert crashed.config.num_warps == 1 and not crashed.retry
     assert crashed.reason.startswith(
         f"a {signal_} that sweeper did not send killed the worker process again, as in trial "
         f"#{first[1]}: killed twice, so likely by this config")
+    again = next(t for t in store.records()[0] if t.ok and t.config.num_warps == 4
+                 and t.config.meta["BLOCK"] == 1024 and t.number > first[4])
+    (final,) = store.read(FinalRecord)               # after it: it met every config
+    assert final.after_trial >= again.number
+    assert not Winners.of(store).missing(store.records()[0])
 
     status, out, failed = run()
-    assert status == 3 and "done: 0 measured, 0 failed" in out
+    assert status == 3 and "done: 0 measured, 0 failed, " in out
     assert f"failed in earlier runs: 1 crashed (first: #{crashed.number} " in out
     assert failed == [crashed]
+    assert store.read(FinalRecord) == [final]       # no final to run again
     lines = (tmp_path / "tiny-interpret" / "trials.jsonl").read_text().splitlines()
     assert sum('"retry":true' in line for line in lines) == 2   # the journal keeps them
     # in format 3, which sweepers older than retry set aside, keeping the trial after
@@ -226,23 +229,110 @@ def test_an_interrupted_run_counts_a_config_killed_from_outside_among_those_left
 
 
 def test_a_config_killed_from_outside_that_the_run_does_not_hold_is_not_left_to_it(
-        write_space, tmp_path, monkeypatch, capsys):
-    """Slow (~15 s: a worker process importing torch).  The study's config whose worker
-    a SIGKILL from outside ended, measured with ``-p BLOCK=1024``, is left to a run of
-    that space (exit 75); a run with ``-p BLOCK=256`` does not measure it, says none is
-    left to it, and exits 0."""
+        write_space, tmp_path, capsys):
+    """The study's config whose worker a SIGKILL from outside ended, measured with ``-p
+    BLOCK=1024``: a run with ``-p BLOCK=256`` does not measure it, says none is left to
+    it, and exits 0; a run with ``-p BLOCK=1024`` measures it again first."""
     from sweeper.cli import main
+    from tests.api_fixtures import kill_trial
 
-    monkeypatch.setenv("SWEEPER_TEST_KILLED", str(tmp_path / "killed-once"))
-    path = write_space(SMALL_SPACE.replace("kernel: copy",
-                                           "kernel: tests.kernels_for_tests:KilledOnBigBlock"))
+    path = write_space(SMALL_SPACE)
     command = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
                "--quiet", "--no-report"]
-    assert main([*command, "--workers", "process", "-p", "BLOCK=1024"]) == 75
-    assert "1 config left for the next run to measure again" in capsys.readouterr().out
+    assert main([*command, "-p", "BLOCK=1024"]) == 0
+    study = tmp_path / "tiny-interpret"
+    killed = max(_measured(StudyStore(study)), key=lambda t: t.number)
+    kill_trial(study, killed.number)
+    capsys.readouterr()
     assert main([*command, "-p", "BLOCK=256"]) == 0
     out = capsys.readouterr().out
-    assert "done: 2 measured" in out and "left for the next run" not in out
+    assert "done: 2 measured, 0 failed, " in out and "left for the next run" not in out
+    assert main([*command, "-p", "BLOCK=1024"]) == 0
+    out = capsys.readouterr().out
+    assert "done: 1 measured, 0 failed (1 measured again: its worker process was killed " \
+           "from outside), " in out and "left for the next run" not in out
+    (again,) = [t for t in StudyStore(study).records()[0] if t.number > killed.number
+                and t.key() == killed.key()]
+    assert again.ok
+
+
+def test_a_trial_budget_measures_a_config_left_to_measure_again_first(tmp_path, capsys):
+    """A config an earlier run left to measure again (``retry``: its worker process was
+    killed from outside) is measured before the sampler's next proposal: under a trial
+    budget with one trial left, that trial is its, so "run the same command to measure
+    it" holds, and the same command then finds nothing left.  The exhaustive sampler here
+    reaches that config last: asked first, it measured another config in that trial and
+    left the killed one again, run after run."""
+    from sweeper.cli import main
+    from tests.api_fixtures import SPACE, killed_from_outside, mixed_table
+
+    table = mixed_table(tmp_path)
+    space = tmp_path / "mixed.yaml"
+    space.write_text(SPACE)
+
+    def run(folder, *extra):
+        status = main(["run", str(space), "--device", f"replay:{table}", "--studies-dir",
+                       str(folder), "--quiet", "--no-report", *extra])
+        return status, capsys.readouterr().out, \
+            StudyStore(folder / "mixed-replay").records()[0]
+
+    _, _, whole = run(tmp_path / "whole")            # every config, in the sampler's order
+    last = [t for t in whole if t.ok][-1]
+    _, _, first = run(tmp_path / "st", "--trials", "2")
+    assert last.key() not in {t.key() for t in first}
+    store = StudyStore(tmp_path / "st" / "mixed-replay")
+    store.append(killed_from_outside(dataclasses.replace(last, number=len(first))))
+    store.close()
+    status, out, trials = run(tmp_path / "st", "--trials", "3")
+    assert status == 0, out
+    assert "done: 1 measured, 0 failed (1 measured again: its worker process was killed " \
+           "from outside)" in out and "stopped: budget: 3 trials" in out
+    assert "left for the next run" not in out
+    assert [(t.key(), t.ok) for t in trials if t.number > len(first)] == [(last.key(), True)]
+    status, out, trials_after = run(tmp_path / "st", "--trials", "3")
+    assert status == 0 and "done: 0 measured, 0 failed, " in out
+    assert trials_after == trials
+
+
+def test_finals_run_before_a_config_left_to_measure_again_say_so(write_space, tmp_path,
+                                                                  capsys):
+    """A trial budget spent before the config an earlier run left to measure again
+    (``retry``) is measured (here lowered to the trials the study holds): the run's
+    finals choose without it, and its last line says so, and that the same command would
+    measure nothing: the budget that measures it.  That budget measures it first, and the
+    final runs again, the config among those it met."""
+    from sweeper.cli import main
+    from sweeper.finals import FinalRecord
+    from tests.api_fixtures import killed_from_outside
+
+    path = write_space(SMALL_SPACE)
+    whole, _ = sweep_study(path, open_device("interpret"), tmp_path / "whole", finals=False)
+    store, _ = sweep_study(path, open_device("interpret"), tmp_path / "tiny-interpret",
+                           finals=False, max_trials=3)
+    kept = store.records()[0]
+    last = max(_measured(whole), key=lambda t: t.number)
+    assert last.ok and last.key() not in {t.key() for t in kept}
+    store.append(killed_from_outside(dataclasses.replace(
+        last, number=max(t.number for t in kept) + 1)))
+    store.close()
+    command = ["run", str(path), "--device", "interpret", "--studies-dir", str(tmp_path),
+               "--quiet", "--no-report"]
+    assert main([*command, "--trials", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "done: 0 measured, 0 failed, " in out and "stopped: budget: 3 trials" in out
+    assert ("1 config left for the next run to measure again: its worker process was "
+            "killed from outside (the trial budget is spent: --trials 4 measures it; this "
+            "run's finals of 1 problem ran without it, and run again once the next run "
+            "measures it ok)") in out
+    (final,) = store.read(FinalRecord)
+    assert main([*command, "--trials", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "done: 1 measured, 0 failed (1 measured again: its worker process was killed " \
+           "from outside), " in out and "left for the next run" not in out
+    (again,) = [t for t in store.records()[0] if t.key() == last.key()]
+    assert again.ok and again.number > final.after_trial
+    first, second = store.read(FinalRecord)
+    assert first == final and second.after_trial >= again.number
 
 
 @pytest.mark.parametrize("max_trials, left", [(None, 5), (4, 3)])

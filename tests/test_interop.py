@@ -15,7 +15,8 @@ import pytest
 
 import sweeper
 from sweeper.cli import main
-from tests.api_fixtures import SPACE, forced_study, mixed_table
+from sweeper.store import StudyStore
+from tests.api_fixtures import SPACE, forced_study, kill_trial, mixed_table
 
 
 @pytest.fixture
@@ -65,6 +66,37 @@ def test_optuna_export_of_a_study_forced_past_a_kernel_edit_holds_its_source_now
     loaded = optuna.load_study(study_name="mixed-replay", storage=url)
     assert [t.user_attrs["number"] for t in loaded.trials] == [0, 1, 8, 9]
     assert loaded.best_trial.user_attrs["number"] == 8 == study.winners["number"].iloc[0]
+
+
+@pytest.mark.parametrize("journal", [False, True])
+def test_optuna_queues_a_trial_to_measure_again_as_waiting(mixed, tmp_path, capsys, journal):
+    """A trial whose worker process was killed from outside (``retry``) is no failure of
+    the kernel's: the export writes it WAITING, as ``Study.enqueue_trial`` queues a trial
+    (its config in ``fixed_params``), so the Optuna study's next trial measures that
+    config, read back from a database and from a journal alike."""
+    from sweeper.interop._optuna import journal_storage, value
+
+    kill_trial(mixed.path, 3)
+    target = str(tmp_path / "optuna.log") if journal else f"sqlite:///{tmp_path / 'o.db'}"
+    assert main(["export", str(mixed.path), "--format", "optuna", "--to", target]) == 0
+    assert capsys.readouterr().out.startswith(
+        "wrote 8 trials (1 of them WAITING to be measured again: its worker process was "
+        "killed from outside) to the Optuna study 'mixed-replay'")
+    study = optuna.load_study(study_name="mixed-replay",
+                              storage=journal_storage(target) if journal else target)
+    assert [(t.user_attrs["number"], t.state.name) for t in study.trials] == [
+        (0, "FAIL"), (1, "FAIL"), (2, "COMPLETE"), (3, "WAITING"), (4, "FAIL"),
+        (5, "COMPLETE"), (6, "COMPLETE"), (7, "FAIL")]
+    waiting = study.trials[3]
+    assert waiting.user_attrs["retry"] and waiting.user_attrs["status"] == "crashed"
+    assert waiting.datetime_start is None and "fail_reason" not in waiting.system_attrs
+    assert not any(t.user_attrs["retry"] for t in study.trials if t.number != 3)
+    killed = next(t for t in StudyStore(mixed.path).records()[0] if t.number == 3)
+    trial = study.ask()                 # Optuna's queue: its next trial is the killed one
+    dists = study.trials[2].distributions
+    assert trial.number == 3 and {a: trial.suggest_categorical(a, d.choices)
+                                  for a, d in dists.items()} == \
+        {a: value(label) for a, label in killed.choice.items() if a in dists}
 
 
 def test_optuna_reads_an_export_into_postgresql(mixed, postgres_url, capsys):

@@ -1456,6 +1456,52 @@ def test_plan_measures_again_what_ran_on_a_kernel_source_before_a_forced_resume(
         "keeps 2 trials, not measured again" in out
 
 
+def test_plan_prices_the_configs_to_measure_again_first_and_says_so(small_space, tmp_path,
+                                                                   monkeypatch, capsys):
+    """A study's trial to be measured again (``retry``: its worker process was killed from
+    outside) is of a config a resumed run measures first, within its trial budget: plan
+    says how many of the trials it would measure are such, and prices that config, not
+    the next one of the space that the study lacks."""
+    from sweeper.devices import open_device
+    from sweeper.engine._run import budgeted
+    from sweeper.plan import RunShape, plan_of
+    from sweeper.space import Invalid, load_space
+    from sweeper.store import StudyStore, key_of
+    from sweeper.study import resolved
+    from sweeper.trial import TrialStatus
+    from tests.api_fixtures import kill_trial
+
+    monkeypatch.chdir(tmp_path)
+    studies = ["--device", "interpret", "--studies-dir", "st"]
+    assert main(["run", str(small_space), *studies, "--quiet", "--no-report",
+                 "--trials", "3"]) == 0
+    capsys.readouterr()
+    space, device = load_space(small_space), open_device("interpret")
+    order = [key_of(c) for c, o in resolved(space, device.facts().env(),
+                                            device.facts().max_footprint)
+             if not isinstance(o, Invalid)]
+    study = tmp_path / "st" / "tiny-interpret"
+    measured = [t for t in StudyStore(study).records()[0]
+                if t.status is not TrialStatus.INVALID]
+    killed = max(measured, key=lambda t: order.index(t.key()))  # the last in the space
+    assert order.index(killed.key()) > min(i for i, k in enumerate(order)
+                                           if k not in {t.key() for t in measured})
+    kill_trial(study, killed.number)
+    assert main(["plan", str(small_space), *studies, "--trials", "3"]) == 0
+    assert ("would measure 1 of 4 (budget: 3 trials) on Triton interpreter (CPU), 1 of "
+            "them first to measure again (its worker process was killed from outside); the "
+            "study in st/tiny-interpret keeps 4 trials, not measured again\n"
+            ) in capsys.readouterr().out
+
+    done = frozenset(t.key() for t in measured if t.number != killed.number)
+    plan, _ = plan_of(budgeted(space, 3, None), device,
+                      RunShape(done=done, spent=2, again=(killed.choice,)))
+    alone, _ = plan_of(space, device, RunShape(done=frozenset(order) - {killed.key()}))
+    first, _ = plan_of(budgeted(space, 3, None), device, RunShape(done=done, spent=2))
+    assert plan.trials == alone.trials == 1 and plan.again == 1
+    assert plan.parts["trials"] == alone.parts["trials"] != first.parts["trials"]
+
+
 def test_a_spaces_report_is_priced_from_its_own_last_report_not_anothers(
         write_space, tmp_path, monkeypatch):
     """What a report's maps cost is kept per space (its ``study:`` name) beside the

@@ -15,10 +15,10 @@ study, device), nothing written, or the kernel's source edited while ``run`` swe
 (every trial measured before kept); 3 ``run`` measured, but some configs failed by the
 kernel's fault (a wrong answer, a crash, a compile error, a timeout, an impossible time:
 the ``failed:`` line names them); 75 ``run`` tried every valid config but left some to
-measure again, their worker processes killed from outside (``EX_TEMPFAIL``: the same command
-measures them); 130 interrupted (Ctrl-C: ``run`` and ``worker`` stop after
-the trial in flight; twice: at once), every finished trial kept; 143 the same for a SIGTERM
-(a job scheduler's stop);
+measure again, their worker processes killed from outside and not measured again in the run
+(``EX_TEMPFAIL``: the same command measures them); 130 interrupted (Ctrl-C: ``run`` and
+``worker`` stop after the trial in flight; twice: at once), every finished trial kept; 143
+the same for a SIGTERM (a job scheduler's stop);
 141 the reader of its output went away (``sweeper plan ... | head``), quietly, as a shell
 pipeline expects, every finished trial kept.
 A :class:`StudyWarning` (a journal line set aside) or :class:`TuningWarning` (a tuned

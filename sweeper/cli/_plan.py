@@ -17,6 +17,7 @@ from sweeper.engine._inputs import (
     refuse_at_configs,
     refuse_gpu_only,
 )
+from sweeper.outcome import killed_from_outside
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -37,9 +38,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     refuse_gpu_only(space.kernel, needs_gpu(space), device)
     refuse_at_configs(space, planned_kernel(space), device)     # run's refusals of the kernel
     facts = device.facts()
-    store, kept, forced = _studied(space, device, args)
+    store, kept, again, forced = _studied(space, device, args)
     plan, builtin = plan_of(space, device, resumed_shape(
-        run_shape(space, device, report=True, startup=True), store, kept))
+        run_shape(space, device, report=True, startup=True), store, kept, again))
     axes = " × ".join(f"{name} {len(labels)}" for name, labels in space.choices().items())
     print(f"space {space.path}: {counted(plan.size, 'config')} ({axes})")
     print(f"  {_roles(space)}")
@@ -54,6 +55,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     budget = f" (budget: {space.budget.trials} trials)" if space.budget.trials else ""
     binds = f" of {plan.todo}" if plan.trials < plan.todo else ""   # the trial budget binds
     print(f"would measure {plan.trials}{binds}{budget} on {facts.name}" + (
+        f", {plan.again} of them first to measure again ({killed_from_outside(plan.again)})"
+        if plan.again else "") + (
         f"; the study in {store.root} keeps {counted(len(kept), 'trial')}, not measured again"
         if kept else ""))
     if forced:
@@ -112,13 +115,15 @@ def _binaries_text(plan: Any, space: Any) -> str:
 
 
 def _studied(space: Any, device: Any, args: argparse.Namespace
-             ) -> tuple[Any, list[Any], list[str]]:
+             ) -> tuple[Any, list[Any], list[Any], list[str]]:
     """The study this space runs into under ``--studies-dir`` (None where it cannot be
     read), the trials it keeps, which a ``run`` would resume from: its estimate
     measures none of them again, as the run's own does (those of a kernel source before a
-    resume with ``--force`` it does: :meth:`~sweeper.winners.Sources.done`), and what
-    differs from the settings it was measured with (``--force``).  Where they differ
-    without ``--force``, run's refusal (a StudyError): the run would measure nothing."""
+    resume with ``--force`` it does: :meth:`~sweeper.winners.Sources.done`), the choices
+    of its trials to be measured again (``retry``: their worker process was killed from
+    outside), which the run measures first, and what differs from the settings it was
+    measured with (``--force``).  Where they differ without ``--force``, run's refusal (a
+    StudyError): the run would measure nothing."""
     from sweeper.errors import SweeperError
     from sweeper.options import study_folder
     from sweeper.store import StudyStore
@@ -126,14 +131,14 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
 
     store = StudyStore(study_folder(args.studies_dir, study_name(space, device)))
     if not store.exists():
-        return store, [], []
+        return store, [], [], []
     from sweeper.winners import Sources
 
     try:
         sources = Sources.of(store.study_meta())
         records = store.records()[0]
     except SweeperError:       # unreadable: the run will say why
-        return None, [], []
+        return None, [], [], []
     wanted = planned_fingerprint(space, device)
     changed = check_resumable(store, wanted, space, args.force,
                               device.planned_environment().get("replay_table"), planned=True,
@@ -142,7 +147,8 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     # study.source_respelled, which the resume reads as the source now)
     if any(c.startswith("kernel_source:") for c in changed):
         sources = sources.edited(wanted["kernel_source"])
-    return store, sources.done(records), changed
+    again = [t.choice for t in sources.on_source_now(records) if t.retry]
+    return store, sources.done(records), again, changed
 
 
 def _last_run(store: Any) -> Any:

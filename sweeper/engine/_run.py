@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,7 +194,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
         say(unchanged)
     limits = _header(say, space, device, facts, measure, store)
     done = _done(store, kept_trials)
-    plan = _run_plan(options, space, device, clock, done, store, bounded)
+    plan = _run_plan(options, space, device, clock, done, store, bounded,
+                     again=_again(store, kept_trials))
     # a check of what compiles for a GPU is of the trials: a run with none left needs none
     check = None if plan is not None and not plan.trials else _gpu_check(
         say, options, space, kernel, device, facts, clock, bounded.budget.time_s)
@@ -346,11 +347,12 @@ def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, devic
 
 
 def _run_plan(options: RunOptions, space: Any, device: Any, clock: Any,
-              kept: Sequence[Any], store: Any, bounded: Any) -> Any:
+              kept: Sequence[Any], store: Any, bounded: Any,
+              again: Sequence[Mapping[str, str]] = ()) -> Any:
     """What ``sweeper plan`` plans of this run (a :class:`~sweeper.plan.Plan`): ``space``
-    under its budgets (``bounded``), less the ``kept`` trials, plus the finals ``store``
-    still owes; None for a replay (the estimate is the recorded GPU's) or a space too
-    large to plan quickly."""
+    under its budgets (``bounded``), less the ``kept`` trials, the configs to measure
+    ``again`` first, plus the finals ``store`` still owes; None for a replay (the estimate
+    is the recorded GPU's) or a space too large to plan quickly."""
     if device.replays or space.size > ESTIMATE_UP_TO:
         return None
     from sweeper.plan import plan_of, run_shape
@@ -358,7 +360,7 @@ def _run_plan(options: RunOptions, space: Any, device: Any, clock: Any,
     shape = run_shape(space, device, report=options.report,
                       startup=options.clock_from_start, setup=clock.first,
                       compile_workers=options.compile_workers)
-    plan, _ = plan_of(bounded, device, resumed_shape(shape, store, kept))
+    plan, _ = plan_of(bounded, device, resumed_shape(shape, store, kept, again))
     return plan
 
 
@@ -373,16 +375,31 @@ def _done(store: Any, kept: Sequence[Any]) -> list[Any]:
     return Sources.of(store.study_meta()).done(kept)
 
 
-def resumed_shape(shape: Any, store: Any, kept: Sequence[Any]) -> Any:
+def _again(store: Any, trials: Sequence[Any]) -> tuple[Mapping[str, str], ...]:
+    """The choices of the study in ``store``'s ``trials`` to be measured again (``retry``:
+    their worker process was killed from outside) on the kernel source it records now,
+    which a run measures first (:mod:`sweeper.sweep._loop`)."""
+    if not any(t.retry for t in trials):
+        return ()
+    from sweeper.winners import Sources
+
+    return tuple(t.choice for t in Sources.of(store.study_meta()).on_source_now(trials)
+                 if t.retry)
+
+
+def resumed_shape(shape: Any, store: Any, kept: Sequence[Any],
+                  again: Sequence[Mapping[str, str]] = ()) -> Any:
     """``shape`` (a :class:`~sweeper.plan.RunShape`) of a run that resumes the study in
     ``store``, whose ``kept`` trials it measures none of again, counts towards its trial
-    budget, and whose finals it still owes: what ``run`` and ``plan`` estimate alike."""
-    if not kept:
+    budget, and whose finals it still owes, and which measures the choices ``again`` (of
+    trials to be measured again) first: what ``run`` and ``plan`` estimate alike."""
+    if not kept and not again:
         return shape
     from sweeper.trial import trials_counted
 
     return dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
-                               spent=trials_counted(kept), finals_owed=_finals_owed(store, kept))
+                               spent=trials_counted(kept), again=tuple(again),
+                               finals_owed=_finals_owed(store, kept))
 
 
 def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple[int, float]]:
@@ -435,8 +452,11 @@ def _left_line(summary: Any) -> str | None:
     said apart (``retry``: their worker process was killed from outside), and the finals
     not run (``12 configs (1 of them to measure again: its worker process was killed from
     outside) and the finals of 1 problem left for the next run: Ctrl-C stopped the sweep
-    (run the same command to measure them)``); after any other stop, the configs to be
-    measured again; ``None`` where it left nothing of these."""
+    (run the same command to measure them)``); after any other stop (a budget), the
+    configs to be measured again (where the trial budget was spent before them, the
+    budget that measures them: the same command would not), and the finals this run ran
+    without them, which run again once they measure; ``None`` where it left nothing of
+    these."""
     from sweeper.outcome import killed_from_outside
     from sweeper.sweep._budget import INTERRUPTED
 
@@ -444,9 +464,16 @@ def _left_line(summary: Any) -> str | None:
     if not configs and not summary.finals_stopped:
         if not summary.again:
             return None
+        it = "it" if summary.again == 1 else "them"
+        how = f"run the same command to measure {it}" if not summary.trials_for_again else \
+            f"the trial budget is spent: {given('trials', summary.trials_for_again)} " \
+            f"measures {it}"
+        finals = summary.finals_before_again
+        ran = "" if not finals else (
+            f"; this run's finals of {counted(finals, 'problem')} ran without {it}, and run "
+            f"again once the next run measures {it} ok")
         return (f"{counted(summary.again, 'config')} left for the next run to measure again: "
-                f"{killed_from_outside(summary.again)} (run the same command to measure "
-                f"{'it' if summary.again == 1 else 'them'})")
+                f"{killed_from_outside(summary.again)} ({how}{ran})")
     what = [f"{'' if exact else 'up to '}{counted(configs, 'config')}"] if configs else []
     again = min(summary.again, configs)
     if again:
@@ -837,13 +864,18 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
 
     own = summary.trials[summary.resumed:]
     # a replay's configs its table lacks were never measured, and did not fail; nor did
-    # those whose worker was killed from outside, which the next run measures again
+    # those whose worker was killed from outside, which the next run measures again unless
+    # this one did (their next trial is the config's, said apart)
     absent = sum(1 for t in own if t.status is TrialStatus.MISSING)
-    again = sum(1 for t in own if t.retry)
+    measured = {t.key() for t in own if not t.retry}
+    again = sum(1 for t in own if t.retry and t.key() not in measured)
+    killed = {t.key() for t in summary.trials if t.retry}
+    remeasured = sum(1 for t in own if not t.retry and t.key() in killed)
     failed = sum(1 for t in own if is_failure(t))
     ok = sum(1 for t in own if t.status is TrialStatus.OK)
     abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
-    say(f"done: {counts_text(ok, abandoned, failed, absent, again)}, {skipped_line(own)}, "
+    say(f"done: {counts_text(ok, abandoned, failed, absent, again, remeasured)}, "
+        f"{skipped_line(own)}, "
         f"{summary.repeated} repeated proposals answered from the store, in "
         f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
     earlier = failed_line(before, among=[*summary.trials[:summary.resumed], *own],

@@ -12,9 +12,13 @@ study resumed with ``--force`` after its kernel was edited, every trial measured
 source now, so that Optuna's best trial is one the study could choose;
 :class:`~sweeper.winners.Sources`):
 ``ok`` as COMPLETE with its median; ``abandoned`` (sampling cut short, clearly slower than
-the best) as PRUNED; every other status as FAIL, with ``status`` and ``reason`` as user
-attributes (Optuna's own ``fail_reason`` system attribute too).  User attributes also
-carry the sweeper trial number, the headline rate (``gbps`` or ``tflops``), the median's
+the best) as PRUNED; one to be measured again (``retry``: its worker process was killed
+from outside, no fault of the kernel's) as WAITING, queued as ``Study.enqueue_trial``
+queues one (its config in the ``fixed_params`` system attribute), so the next
+``study.optimize`` or ``study.ask`` of an Optuna user measures it again; every other
+status as FAIL, with ``status`` and ``reason`` as user attributes (Optuna's own
+``fail_reason`` system attribute too).  User attributes also
+carry the sweeper trial number, ``retry``, the headline rate (``gbps`` or ``tflops``), the median's
 95 % CI and the other statistics, the resolved grid, the number of samples, the
 stopping rule and the flags.  A storage that already holds a study of that name is
 refused, unless ``replace``: then those studies are deleted and written again from the
@@ -52,6 +56,7 @@ from sweeper.fsio import make_dirs, write_error, write_temp
 from sweeper.fsio import replace as rename_over
 from sweeper.interop import Written
 from sweeper.kernels import Headline
+from sweeper.outcome import killed_from_outside
 from sweeper.store import Storage, TrialRecord
 from sweeper.store._url import mask_url
 from sweeper.trial import TrialStatus
@@ -79,7 +84,8 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
                            "sqlite:///FILE.db, or a journal file path")
     meta = store.study_meta()
     every, _ = store.records()
-    trials = Sources.of(meta).done(every)     # Optuna's best trial: of the source now
+    # Optuna's best trial: of the source now; one to measure again, a WAITING trial
+    trials = Sources.of(meta).on_source_now(every)
     problem_axes = [a for a in meta.axes if a not in LAUNCH_AXES and a not in meta.param_axes]
     groups = by_problem(trials, problem_axes)
     names = {label: printable(f"{meta.study} {label}" if len(groups) > 1 else meta.study)
@@ -118,7 +124,10 @@ def write_optuna(store: Storage, target: str | None, *, replace: bool = False
     earlier = len(every) - len(trials)
     left_out = "" if not earlier else \
         f"; left out {counted(earlier, 'trial')} measured on an earlier source of the kernel"
-    return Written(where, f"wrote {len(trials)} trials to the Optuna "
+    again = sum(1 for t in trials if t.retry)
+    waiting = "" if not again else \
+        f" ({again} of them WAITING to be measured again: {killed_from_outside(again)})"
+    return Written(where, f"wrote {len(trials)} trials{waiting} to the Optuna "
                    f"{'study' if len(names) == 1 else 'studies'} {shown} in "
                    f"{mask_url(target)} (optuna.load_study(study_name={first!r}, "
                    f"storage=...)){left_out}")
@@ -304,13 +313,22 @@ def frozen(t: TrialRecord, dists: dict[str, CategoricalDistribution], rate: str,
            since: dt.datetime | None = None) -> FrozenTrial:
     """The Optuna trial for ``t`` (see the module's text).  Optuna needs a start time for
     every finished trial; one the journal does not record (a record written by hand or by
-    an older sweeper) starts at ``since``, the study's creation."""
+    an older sweeper) starts at ``since``, the study's creation.  One to be measured
+    again (``retry``) is a WAITING trial as ``Study.enqueue_trial`` makes one: no start,
+    no params yet, its config in the ``fixed_params`` system attribute that the trial
+    Optuna asks next suggests."""
     state = {TrialStatus.OK: TrialState.COMPLETE,
              TrialStatus.ABANDONED: TrialState.PRUNED}.get(t.status, TrialState.FAIL)
     params = {a: value(label) for a, label in t.choice.items() if a in dists}
     attrs: dict[str, Any] = {"number": t.number, "status": t.status.value,
-                             "reason": t.reason or "", "samples": len(t.samples_ms),
-                             "flags": [f.text for f in t.flags]}
+                             "retry": t.retry, "reason": t.reason or "",
+                             "samples": len(t.samples_ms), "flags": [f.text for f in t.flags]}
+    if t.retry:
+        return FrozenTrial(
+            number=t.number, state=TrialState.WAITING, value=None, datetime_start=None,
+            datetime_complete=None, params={}, distributions={}, user_attrs=attrs,
+            system_attrs={"fixed_params": params}, intermediate_values={},
+            trial_id=t.number)
     if t.config is not None:
         attrs["grid"] = t.config.grid
     if t.stats is not None:

@@ -6,7 +6,7 @@ parameters and dimensions as nullable integers where every label is a whole numb
 trial ruled out before it resolved has none: ``<NA>``, never ``nan`` or ``0``), the
 status as a categorical of every :class:`~sweeper.trial.TrialStatus` (beside it ``retry``:
 a ``crashed`` trial whose worker process was killed from outside, no failure of the
-kernel's, whose config the next run measures again), times and rates
+kernel's, whose config is measured again), times and rates
 as ``float64`` (rates ``nan`` for a trial without a median, not 0), text as ``string``,
 the start time as UTC timestamps, and ``source_hash``: the hash of the kernel's source
 the trial was measured on (a study resumed with ``--force`` after its kernel was edited

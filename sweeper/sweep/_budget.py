@@ -110,8 +110,9 @@ class Budgets:
         #: them as proposed, a resume proposes them again
         self.dropped = 0
         #: of :attr:`measured`, this run's trials to be measured again (``retry``: their
-        #: worker was killed from outside): told to the sampler, but their configs are
-        #: the next run's to measure, and its trial budget counts them then
+        #: worker was killed from outside): no trial budget counts them, but their
+        #: configs' next trials, which this run measures before any other where its
+        #: budgets let it, else the next run
         self.retried = 0
         #: per problem measured: the medians (ms) and their 95 % intervals of its ``ok``
         #: trials, fastest first, whose finals the time budget keeps time for
@@ -269,9 +270,14 @@ class Budgets:
         """Seconds of the time budget left (``inf`` without one)."""
         return self.finals_room_s() - (time.perf_counter() - self.t0)
 
-    def stopped_by(self, study: optuna.Study, best: TrialRecord | None) -> str:
-        """Why the sweep stops now, or ``""`` to go on."""
-        return self._spent(study) or self._goal_reached(best)
+    def stopped_by(self, study: optuna.Study, best: TrialRecord | None, *,
+                   again: bool = False) -> str:
+        """Why the sweep stops now, or ``""`` to go on.  ``again``: a config to be
+        measured again comes next (its worker process was killed from outside), which
+        Ctrl-C, the trial and time budgets and failures alike stop, but neither every
+        config tried (it is one of them), a sampler converged nor a goal met (it may be
+        the best)."""
+        return self._spent(study, again) or ("" if again else self._goal_reached(best))
 
     def halted(self) -> bool:
         """Whether no trial may start now, not even one asked for already: Ctrl-C, or the
@@ -296,31 +302,38 @@ class Budgets:
         self.since_improvement += 1
         return best
 
-    def left(self, study: optuna.Study) -> tuple[int, bool]:
+    def left(self, study: optuna.Study, again: int = 0) -> tuple[int, bool]:
         """The configs a run of the same command would still measure under the trial
         budget, and whether that is exact: an exhaustive sampler's configs not yet in
         ``study``, and those asked ahead but dropped at the stop; for any other, the valid
         configs not yet measured (``False``: at most that many, as such a sampler may stop
-        before it has tried them all).  Either way with the configs of this run's trials to
-        be measured again (:attr:`retried`): ``study`` holds those trials as told, but the
-        next run measures their configs, and its trial budget counts those trials, not
-        these (an earlier run's such trials ``study`` never held, nor :attr:`measured`
-        counted)."""
+        before it has tried them all).  Either way with the configs to be measured again
+        that this run's trials left (``again``, of :attr:`retried`): the sampler counts
+        them proposed, but the next run measures them, and its trial budget counts their
+        next trials (an earlier run's such configs the sampler never had, nor
+        :attr:`measured` counted)."""
         sampler = study.sampler
         exact = isinstance(sampler, ExhaustiveSampler)
         measured = self.measured - self.retried
-        left = self.retried + sampler.remaining(study) + self.dropped if isinstance(
+        left = again + sampler.remaining(study) + self.dropped if isinstance(
             sampler, ExhaustiveSampler) else \
             max(0, self.valid - measured + self.outside - self.held)
         if self.max_trials is not None:
             left = min(left, max(0, self.max_trials - measured))
         return left, exact
 
-    def _spent(self, study: optuna.Study) -> str:
+    @property
+    def spent_trials(self) -> int:
+        """The trials the trial budget counts, those in flight aside: the study's (every
+        worker's, shared), or this run's and those it resumed from, but for those to be
+        measured again."""
+        return self.measured - self.retried if self.recorded is None else self.recorded
+
+    def _spent(self, study: optuna.Study, again: bool = False) -> str:
         if self.stop.set:
             return self.stop.reason
-        taken = self.measured + self.in_flight
-        spent = taken if self.recorded is None else self.recorded + self.in_flight
+        taken = self.measured - self.retried + self.in_flight
+        spent = self.spent_trials + self.in_flight
         if self.max_trials is not None and spent >= self.max_trials:
             return f"budget: {self.max_trials} trials"
         kept = self.keep_for_finals()
@@ -329,13 +342,9 @@ class Budgets:
             what = "the finals" if self.finals_duty is not None else "the trial in flight"
             return f"budget: {self.max_time_s:g} s" + (
                 f" ({kept:.1f} s of it kept for {what})" if round(kept, 1) else "")
-        sampler = study.sampler
-        if isinstance(sampler, ExhaustiveSampler):
-            if sampler.remaining(study) == 0:
-                return COMPLETE
-        elif taken - self.outside + self.held >= self.valid:
+        if not again and self._complete(study, taken):
             return COMPLETE
-        if self.repeats >= MAX_REPEATED_PROPOSALS:
+        if self.repeats >= MAX_REPEATED_PROPOSALS and not again:
             return f"sampler converged: {self.repeats} proposals in a row were already measured"
         if self.alike is not None and len(self.alike) >= ALIKE_FAILURES and (
                 len(self.alike) >= SHARED_FAILURES or not self._shared()):
@@ -345,6 +354,16 @@ class Budgets:
                     f"is at fault; fix it and run again (with {given('force')}: a study "
                     "refuses a changed kernel or space without it)")
         return ""
+
+    def _complete(self, study: optuna.Study, taken: int) -> bool:
+        """Whether no valid config is left to propose: an exhaustive sampler has proposed
+        each, or as many as the valid configs were measured, are measuring or are held by
+        other workers (``taken``: measured and in flight)."""
+        sampler = study.sampler
+        if isinstance(sampler, ExhaustiveSampler):
+            left: int = sampler.remaining(study)
+            return left == 0
+        return taken - self.outside + self.held >= self.valid
 
     def _shared(self) -> bool:
         """Whether the failures alike all have one label of a chosen axis."""

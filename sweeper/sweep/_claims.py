@@ -36,11 +36,12 @@ POLL_S = 0.5
 
 @dataclass
 class Held:
-    """A config another live worker holds: its choice and the sampler's trials waiting on
-    its outcome (the first proposal and any repeat)."""
+    """A config another live worker holds (or one a sweep measures again): its choice
+    and the sampler's trials waiting on its outcome (the first proposal and any repeat;
+    a trial or its number)."""
 
     choice: Choice
-    trials: list[optuna.trial.Trial] = field(default_factory=list)
+    trials: list[optuna.trial.Trial | int] = field(default_factory=list)
 
 
 class Claims:

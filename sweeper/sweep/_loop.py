@@ -4,12 +4,16 @@ sampler learns, until a budget says stop; then the drift check and the finals.
 :meth:`Sweep._loop` is the loop, read top to bottom: hand each free worker a config
 (:meth:`Sweep._dispatch`: ask the sampler, or take over a config another worker let go),
 wait for the next outcome, keep it (:meth:`Sweep._keep`: journal, report, tell the
-sampler), until a budget says stop.  A sampler that may be asked while configs are being
-measured (``asks_ahead``) is also asked for one more config per busy worker, kept by the
+sampler), until a budget says stop.  A config whose worker process was killed from outside
+(``retry``: no fault of the kernel's) is measured again once, before the sampler's next
+proposal: those an earlier run left at the start, this run's once a worker is free (after
+a config asked for ahead), so a trial budget spends its trials on them first and the
+finals choose among them.  A sampler that may be asked while configs are being measured
+(``asks_ahead``) is also asked for one more config per busy worker, kept by the
 coordinator and handed over the moment that worker's outcome arrives
 (:class:`~sweeper.sweep._workers.AskedAhead`); one that learns then proposes from every
-outcome but the one still measuring.  What measures, keeps, reports, compiles
-ahead and claims is a module of its own each; this one only asks and tells.
+outcome but the one still measuring.  What measures, keeps, reports, compiles ahead and
+claims is a module of its own each; this one only asks and tells.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from sweeper.sweep._optuna import (
     rebuild_study,
     sampler_view,
     tell,
+    waiting_on,
 )
 from sweeper.sweep._outbox import Outbox
 from sweeper.sweep._summary import Reporter, SilentReporter, SweepSummary
@@ -120,8 +125,10 @@ class Run:
     #: compiles the configs the sampler will propose next (``None``: the worker compiles)
     ahead: CompileAhead | None = None
     #: the sampler's trials waiting on each config in flight (its first proposal and any
-    #: repeat made before its outcome came), told its record when it comes
-    waiting: dict[tuple[str, ...], list[optuna.trial.Trial]] = field(default_factory=dict)
+    #: repeat made before its outcome came; a trial or its number), told its record when
+    #: it comes
+    waiting: dict[tuple[str, ...], list[optuna.trial.Trial | int]] = field(
+        default_factory=dict)
     #: configs asked for before a worker is free (none unless the sampler asks ahead)
     asked: AskedAhead = field(default_factory=lambda: AskedAhead(False))
     #: configs another live worker holds (shared sweeps only), by key: measured by this
@@ -134,15 +141,29 @@ class Run:
     #: (None: none): no trial is kept after, and the sweep stops (:meth:`Sweep._keep`)
     edited: str | None = None
     #: the study's trials of this run's valid configs whose worker process was killed
-    #: from outside, by config key: their configs are measured again (``retry``), and a
-    #: second such kill is the config's crash
-    killed: dict[tuple[str, ...], int] = field(default_factory=dict)
+    #: from outside, earlier runs' and this one's, by config key: their configs are
+    #: measured again (``retry``), and a second such kill is the config's crash
+    killed: dict[tuple[str, ...], TrialRecord] = field(default_factory=dict)
+    #: of :attr:`killed`, the configs no worker was handed again yet, in the order they
+    #: were killed, with the sampler's trials waiting on their outcome: measured before
+    #: the sampler is asked for more (:meth:`Sweep._next_job`)
+    retries: dict[tuple[str, ...], Held] = field(default_factory=dict)
+    #: of :attr:`killed`, those this run's own trials left (the sampler proposed them)
+    killed_here: set[tuple[str, ...]] = field(default_factory=set)
+    #: configs another worker recorded (shared sweeps only), which this run told the
+    #: sampler failed and does not hold
+    elsewhere: set[tuple[str, ...]] = field(default_factory=set)
 
-    def again(self) -> int:
-        """The configs whose trial the next run measures again (``retry``): those this run
-        recorded so, and those of earlier runs (:attr:`killed`) it did not measure."""
-        return sum(1 for t in self.done.values() if t.retry) + \
-            sum(1 for key in self.killed if key not in self.done)
+    def pending(self) -> list[TrialRecord]:
+        """The trials to be measured again (:attr:`killed`) whose config no worker
+        measured again: those the next run measures first."""
+        return [t for key, t in self.killed.items()
+                if key not in self.done and key not in self.elsewhere]
+
+    def again(self, *, here: bool = False) -> int:
+        """How many configs :meth:`pending` holds; ``here``: only those this run's own
+        trials left."""
+        return sum(1 for t in self.pending() if not here or t.key() in self.killed_here)
 
 
 class Sweep:
@@ -236,7 +257,9 @@ class Sweep:
         (with worker processes: in them, on every GPU left at once, before they close).  Every
         trial is journaled as soon as it is measured; a resume measures none again, but for
         those measured on an earlier kernel source and those whose worker process was
-        killed from outside (:meth:`~sweeper.winners.Sources.done`).
+        killed from outside (:meth:`~sweeper.winners.Sources.done`), which it measures
+        first, as it measures its own such trials' configs before the sampler's next
+        proposal (their worker process killed again, the config's crash).
         An edit of the kernel's source while it runs stops it after the trials in flight,
         none of them kept, nor any later trial or final, nor the drift check:
         :class:`SourceEdited`, every trial and final before kept."""
@@ -246,8 +269,13 @@ class Sweep:
             try:
                 run.summary.stopped_by = self._loop(run)
                 if self.stop.set:       # Ctrl-C or SIGTERM: the next run measures the rest
-                    run.summary.left = run.budgets.left(run.study)
+                    run.summary.left = run.budgets.left(run.study,
+                                                        again=run.again(here=True))
                 run.summary.again = run.again()
+                spent = run.budgets.spent_trials
+                if run.summary.again and self.max_trials is not None and \
+                        spent >= self.max_trials:   # before them: a larger one measures them
+                    run.summary.trials_for_again = spent + run.summary.again
                 if run.summary.stopped_by == COMPLETE and run.summary.again:
                     # "complete" only where nothing is left: these are the next run's
                     run.summary.stopped_by = tried_all_but(run.summary.again)
@@ -391,10 +419,15 @@ class Sweep:
         outbox = Outbox(self.store, self.reporter, timeline,
                         defer=self.processes and self.claims is None)
         asked = AskedAhead(self.ask_ahead)
-        killed = {t.key(): t.number for t in trials if t.retry and sources.current(t)
+        # the configs earlier runs left to measure again, first: each a trial of the study
+        # running, which their next trial's outcome is told to
+        killed = {t.key(): t for t in trials if t.retry and sources.current(t)
                   and valid.index_of(sampler_view(self.space, t.choice) or {}) is not None}
+        retries = {key: Held(t.choice, waiting_on(study, self.space, dists, t.choice))
+                   for key, t in killed.items()}
         return Run(study, dists, done, budgets, summary, number, bench, workers, timeline,
-                    outbox, ahead, asked=asked, earlier=sources.earlier(trials), killed=killed)
+                   outbox, ahead, asked=asked, earlier=sources.earlier(trials), killed=killed,
+                   retries=retries)
 
     def _workers(self, bench: Bench, baselines: list[BaselineRecord]) -> Workers:
         """One worker per GPU: in this process (sharing ``bench``), or each a process of
@@ -487,10 +520,12 @@ class Sweep:
 
     def _drop_asked(self, run: Run) -> None:
         """The configs asked for ahead that no worker took (Ctrl-C, the time budget) are
-        told failed to the sampler and never journaled: a resume proposes them again."""
+        told failed to the sampler and never journaled: a resume proposes them again, or
+        measures them again first, those to be (:attr:`Run.killed`, which count them)."""
         for job in run.asked.drop():
-            run.budgets.dropped += 1
-            for trial in run.waiting.pop(key_of(job.choice), []):
+            key = key_of(job.choice)
+            run.budgets.dropped += key not in run.killed
+            for trial in run.waiting.pop(key, []):
                 run.study.tell(trial, state=TrialState.FAIL)
 
     def _dispatch(self, run: Run) -> str:
@@ -512,8 +547,11 @@ class Sweep:
         return ""
 
     def _next_job(self, run: Run) -> Job | str:
-        """The sampler's next new config as a job, or why none is asked now (why the sweep
-        stops, or ``""``).  A config the journal has is answered from it; one in flight is
+        """The next config to measure as a job, or why none is asked now (why the sweep
+        stops, or ``""``): one to measure again (:attr:`Run.retries`) while any is left,
+        which the trial and time budgets, Ctrl-C and failures alike stop but neither a
+        complete space, a converged sampler nor a goal met; then the sampler's next new
+        config.  A config the journal has is answered from it; one in flight is
         told its outcome when it comes, and until then no more is asked (the sampler needs
         news), so no config is measured twice.  Shared with other workers: a config another
         worker recorded is told failed here (it is not this worker's to learn from), and
@@ -528,11 +566,19 @@ class Sweep:
             if self.claims is not None and self.max_trials is not None:
                 # the study's trial budget is shared: every worker's trials count
                 run.budgets.recorded = self.store.trials_counted() - run.earlier
-            stopped_by = run.budgets.stopped_by(run.study, run.summary.best)
+            stopped_by = run.budgets.stopped_by(run.study, run.summary.best,
+                                                again=bool(run.retries))
             if stopped_by == COMPLETE and run.held:
                 return self._take_over(run)
             if stopped_by:
                 return stopped_by
+            if run.retries:             # before the sampler's proposals
+                key = next(iter(run.retries))
+                again = run.retries.pop(key)
+                taken = self._take(run, again.choice, again.trials)
+                if taken is None:       # not this worker's to measure: the next one
+                    continue
+                return taken
             with run.timeline.phases.on("ask"):
                 trial = run.study.ask(run.dists)
             with run.timeline.phases.on("expand"):
@@ -544,24 +590,10 @@ class Sweep:
                 continue
             if key not in run.done and key not in run.waiting:
                 run.budgets.repeats = 0     # a new proposal ends a run of repeats
-                claim = Claim.TAKEN if self.claims is None else self.claims.take(key)
-                if claim is Claim.TAKEN and not self._refused_ahead(run, trial, choice):
-                    if self.gpu_check is not None and self.gpu_check.cut:
-                        # its compile ran to the time budget's end: nothing more is measured
-                        with run.timeline.phases.on("tell"):
-                            run.study.tell(trial, state=TrialState.FAIL)
-                        return (f"budget: {self.max_time_s:g} s (the compile of the next "
-                                f"config for {self.gpu_check.target} ran to its end)")
-                    break
-                if key in run.done or run.edited is not None:   # refused by the compiler,
-                    continue                                      # kept as such (or not)
-                if claim is Claim.HELD:     # another live worker measures it
-                    run.held[key] = Held(choice, [trial])
+                taken = self._take(run, choice, [trial])
+                if taken is None:
                     continue
-                with run.timeline.phases.on("tell"):   # another worker recorded it
-                    run.study.tell(trial, state=TrialState.FAIL)
-                run.budgets.measured += 1
-                continue
+                return taken
             run.summary.repeated += 1
             run.budgets.repeats += 1
             if key in run.done:     # answered from the journal, never re-measured
@@ -570,7 +602,36 @@ class Sweep:
             else:                   # in flight: the sampler needs its outcome first
                 run.waiting[key].append(trial)
                 return ""
-        return self._job(run, choice, [trial])
+
+    def _take(self, run: Run, choice: Choice, trials: list[optuna.trial.Trial | int]
+              ) -> Job | str | None:
+        """The job measuring ``choice`` (neither measured nor in flight), its ``trials``
+        told its outcome when it comes; or why the sweep stops (the compile for a GPU
+        before it ran to the time budget's end); or None where it is not this worker's
+        to measure: the compiler refused it ahead (kept as such), another live worker
+        holds it (:attr:`Run.held`), or recorded it (told failed here, counted)."""
+        key = key_of(choice)
+        claim = Claim.TAKEN if self.claims is None else self.claims.take(key)
+        if claim is Claim.TAKEN and not self._refused_ahead(run, trials, choice):
+            if self.gpu_check is not None and self.gpu_check.cut:
+                # its compile ran to the time budget's end: nothing more is measured
+                with run.timeline.phases.on("tell"):
+                    for trial in trials:
+                        run.study.tell(trial, state=TrialState.FAIL)
+                return (f"budget: {self.max_time_s:g} s (the compile of the next "
+                        f"config for {self.gpu_check.target} ran to its end)")
+            return self._job(run, choice, trials)
+        if key in run.done or run.edited is not None:   # refused by the compiler,
+            return None                                 # kept as such (or not)
+        if claim is Claim.HELD:     # another live worker measures it
+            run.held[key] = Held(choice, trials)
+            return None
+        with run.timeline.phases.on("tell"):   # another worker recorded it
+            for trial in trials:
+                run.study.tell(trial, state=TrialState.FAIL)
+        run.budgets.measured += 1
+        run.elsewhere.add(key)
+        return None
 
     def _take_over(self, run: Run) -> Job | str:
         """Ask again for the configs other workers hold: the first one free now (its holder
@@ -589,17 +650,20 @@ class Sweep:
                 for trial in held.trials:
                     run.study.tell(trial, state=TrialState.FAIL)
             run.budgets.measured += 1
+            run.elsewhere.add(key)
         return "" if run.held else COMPLETE
 
-    def _job(self, run: Run, choice: Choice, trials: list[optuna.trial.Trial]) -> Job:
+    def _job(self, run: Run, choice: Choice, trials: list[optuna.trial.Trial | int]) -> Job:
         """The job measuring ``choice``, its ``trials`` told its outcome when it comes."""
         key = key_of(choice)
         run.waiting[key] = trials
         run.number += 1
+        killed = run.killed.get(key)
         return Job(run.number - 1, choice, dict(run.bench.best), run.bench.power.duty,
-                   self.source_hash, run.killed.get(key))
+                   self.source_hash, killed.number if killed is not None else None)
 
-    def _refused_ahead(self, run: Run, trial: optuna.trial.Trial, choice: Choice) -> bool:
+    def _refused_ahead(self, run: Run, trials: list[optuna.trial.Trial | int],
+                       choice: Choice) -> bool:
         """Whether the compile pool (or, on the interpreter, the GPU check) found
         ``choice`` refused by the compiler: then its trial is kept as that
         ``compile_error`` (as the worker would have recorded it) and no worker launches
@@ -617,7 +681,7 @@ class Sweep:
                                             None if within is None else max(0.0, within))
         if record is None:
             return False
-        run.waiting[key_of(choice)] = [trial]
+        run.waiting[key_of(choice)] = trials
         self._keep(run, None, Job(run.number, choice), Outcome(record))
         run.number += 1
         return True
@@ -643,7 +707,13 @@ class Sweep:
                 record = self._record(record) or record    # None: the claim was lost
         else:
             run.outbox.journal(record)
-        run.done[record.key()] = record
+        key = record.key()
+        if record.retry:    # killed from outside: measured again, the sampler told then
+            run.killed[key] = record
+            run.killed_here.add(key)
+            run.retries[key] = Held(job.choice, run.waiting.pop(key_of(job.choice), []))
+        else:
+            run.done[key] = record
         summary.trials.append(record)
         if run.ahead is not None:
             run.ahead.kept(record)
@@ -755,6 +825,10 @@ class Sweep:
             kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty),
             source=self.source_hash, edited=lambda said: self._source_moved(run, said))
         summary.finals_s = time.perf_counter() - t_finals
+        # a config left to measure again (a budget stopped the sweep first) that no final
+        # met: its next trial makes its problem's final out of date, and the next run's
+        pending = {problem_of(t) for t in run.pending()}
+        summary.finals_before_again = len({f.problem for f in summary.finals} & pending)
         if self.stop.set:      # Ctrl-C in the last final: it ended, the run was interrupted
             summary.stopped_by = self.stop.reason
 

@@ -107,6 +107,23 @@ def rebuild_study(space: Space, sampler: optuna.samplers.BaseSampler,
     return study, dists
 
 
+def waiting_on(study: optuna.Study, space: Space, dists: Distributions,
+               choice: Mapping[str, str]) -> list[optuna.trial.Trial | int]:
+    """A trial of ``study`` running ``choice`` (a stored choice), added without asking the
+    sampler: the proposal the journal's trial of it whose worker process was killed from
+    outside stands for, told the outcome of its next trial, so the sampler learns that
+    outcome as it learns its own proposals' (``after_trial``) and, meanwhile, sees the
+    config running.  Its number (``study.tell`` takes one), or none for a choice the
+    space no longer holds."""
+    params = sampler_view(space, choice)
+    if params is None or not holds(space.choices(), params):
+        return []
+    number = len(study.get_trials(deepcopy=False))
+    study.add_trial(optuna.trial.create_trial(params=params, distributions=dists,
+                                              state=TrialState.RUNNING))
+    return [number]
+
+
 def model_guesses(kernel: Kernel, space: Space, facts: DeviceFacts, valid: Sequence[Choice]
                   ) -> list[float] | None:
     """The kernel model's guess for each valid config (``auto``'s prior mean), or None
@@ -141,9 +158,9 @@ def in_space(space: Space, choice: Mapping[str, str]) -> bool:
     return params is not None and holds(space.choices(), params)
 
 
-def tell(study: optuna.Study, trial: optuna.Trial, record: TrialRecord) -> None:
-    """Tell the sampler how a proposal went: its score (:func:`searched`), else a
-    failure."""
+def tell(study: optuna.Study, trial: optuna.Trial | int, record: TrialRecord) -> None:
+    """Tell the sampler how a proposal (``trial``, or its number) went: its score
+    (:func:`searched`), else a failure."""
     value = searched(record)
     if value is not None:
         study.tell(trial, value)

@@ -15,7 +15,8 @@ recorded as ``timeout``.  Either way a fresh worker takes its place.  A worker k
 a SIGKILL or SIGTERM that sweeper did not send (it had died before sweeper signalled it:
 the OOM killer, a user's kill, a scheduler ending a job's processes) is no fault of the
 kernel's: its trial is
-recorded ``crashed`` to be measured again by the next run (``retry``), and only a second
+recorded ``crashed`` to be measured again (``retry``: before the sampler's next proposal,
+by a fresh worker; or by the next run where this one stops first), and only a second
 such kill of the config's trial is recorded as its crash.
 
 The coordinator never waits on a worker without bound (:mod:`sweeper._processes`: every
@@ -181,7 +182,7 @@ class ProcessWorker(Worker):
                 f"by this config (a host allocation the OOM killer ends, say; {death}); the "
                 "sweep went on with a fresh worker"))
         outcome = self._failed(TrialStatus.CRASHED, (
-            f"{killed}: not the kernel's fault, the next run measures it again ({outside}; "
+            f"{killed}: not the kernel's fault, the sweep measures it again ({outside}; "
             "killed so again, it is recorded as crashed); the sweep went on with a fresh "
             "worker"))
         outcome.record.retry = True

@@ -99,9 +99,18 @@ class SweepSummary:
     #: :meth:`~sweeper.sweep._budget.Budgets.left`)
     left: tuple[int, bool] = (0, True)
     #: configs whose trial the next run measures again (``retry``: its worker process was
-    #: killed from outside), this run's and those of earlier runs it did not measure; a
-    #: Ctrl-C (or SIGTERM) counts them among :attr:`left` too
+    #: killed from outside), this run's and those of earlier runs, that a budget or a
+    #: signal left it no trial to measure again; a Ctrl-C (or SIGTERM) counts them among
+    #: :attr:`left` too
     again: int = 0
+    #: the problems whose finals this run ran though a config of theirs is among
+    #: :attr:`again`: they chose without it, and the next run, which measures it, runs
+    #: them again where it measures a number
+    finals_before_again: int = 0
+    #: where the trial budget was spent before the configs of :attr:`again` were measured
+    #: again, the budget that measures them (a run of the same command measures none):
+    #: the trials it counts and theirs; 0: none was spent so
+    trials_for_again: int = 0
     #: what the time budget keeps for the report after the sweep (seconds; ``None``
     #: without a time budget or a report): the command writes none the time left does
     #: not cover
