@@ -90,6 +90,31 @@ def test_a_resumed_study_is_mirrored_and_never_proposed_again():
     assert mirrored.params == {"BLOCK": 3, "block": 0} and mirrored.value == 5.0
 
 
+def test_trials_told_out_of_order_reach_the_shadow_trials_that_proposed_them():
+    """A worker per GPU (or a config asked ahead) has several trials running at once,
+    told in the order they finish; and a config queued to be measured again is asked with
+    its params fixed.  The shadow study learns each measured config's own value."""
+    inner = optuna.samplers.QMCSampler(seed=0, scramble=True)
+    sampler = OrdinalSampler(inner, AXES, VALID, seed=0)
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    first, second = study.ask(DISTS), study.ask(DISTS)
+    assert first.params != second.params
+    queued = {"BLOCK": "256", "block": "32", "dtype": "float32"}
+    study.enqueue_trial(queued)
+    third = study.ask(DISTS)
+    assert third.params == queued
+    value = {t.number: float(int(t.params["BLOCK"]) + int(t.params["block"]))
+             for t in (first, second, third)}
+    for trial in (second, third, first):                 # told as they finish
+        study.tell(trial, value[trial.number])
+    shadow = {tuple(t.params[n] for n in ("BLOCK", "block")): t.value
+              for t in sampler._shadow.get_trials()}
+    measured = {tuple(sampler.encode(t.params)): value[t.number]
+                for t in (first, second, third)}
+    assert shadow == measured
+    assert all(t.state is TrialState.COMPLETE for t in sampler._shadow.get_trials())
+
+
 # budgets: the worst count to 98 % over seeds 0-9 in benchmarks/search_efficiency.py, rounded up
 @pytest.mark.parametrize("sampler, table, trials", [
     ("qmc", "copy", 30), ("cmaes", "copy", 50), ("gp", "add", 12)])

@@ -57,7 +57,9 @@ class OrdinalSampler(PlannedSampler):
         # the shadow study's storage is kept to overwrite a proposal with what is measured
         self._storage = optuna.storages.InMemoryStorage()
         self._shadow: optuna.Study | None = None
-        self._pending: tuple[int, dict[str, str]] | None = None   # shadow trial, labels
+        #: each real trial still running: its shadow trial and the labels proposed (a
+        #: sweep with a worker per GPU, or one asking ahead, has several at once)
+        self._pending: dict[int, tuple[int, dict[str, str]]] = {}
 
     # -- the encoding ------------------------------------------------------------------------
     def encode(self, choice: Mapping[str, Any]) -> list[int]:
@@ -112,26 +114,34 @@ class OrdinalSampler(PlannedSampler):
         row = self.snap(proposed)
         point = self._valid[row]
         if proposed != point.tolist():                      # record what is measured
-            trial_id = self._storage.get_trial_id_from_study_id_trial_number(
-                self._storage.get_study_id_from_name(self._shadow.study_name),
-                shadow_trial.number)
-            for name, x in zip(self._free, point, strict=True):
-                self._storage.set_trial_param(trial_id, name, float(x), self._dists[name])
-        self._pending = (shadow_trial.number, self.decode(point))
+            self._set_params(shadow_trial.number, point)
+        self._pending[trial.number] = (shadow_trial.number, self.decode(point))
+
+    def _set_params(self, shadow_number: int, point: Sequence[float]) -> None:
+        """Overwrite the shadow trial's point with ``point``, the config measured."""
+        assert self._shadow is not None
+        trial_id = self._storage.get_trial_id_from_study_id_trial_number(
+            self._storage.get_study_id_from_name(self._shadow.study_name), shadow_number)
+        for name, x in zip(self._free, point, strict=True):
+            self._storage.set_trial_param(trial_id, name, float(x), self._dists[name])
 
     def sample_independent(self, study: optuna.Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
-        assert self._pending is not None
-        return self._pending[1][param_name]
+        return self._pending[trial.number][1][param_name]
 
     def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
         row = self._row.get(tuple(self.encode(trial.params)))
         if row is not None:
             self._measured[row] = True
-        if self._pending is None or self._shadow is None:
+        pending = self._pending.pop(trial.number, None)
+        if pending is None or self._shadow is None:
             return
-        shadow_trial, self._pending = self._pending[0], None
+        shadow_trial, proposed = pending
+        if row is not None and self.decode(self._valid[row]) != proposed:
+            # a trial whose params were fixed before it was asked (a config queued to be
+            # measured again): the shadow learns the config measured, not its proposal
+            self._set_params(shadow_trial, self._valid[row])
         if state is TrialState.COMPLETE and values is not None:
             self._shadow.tell(shadow_trial, list(values))
         else:
