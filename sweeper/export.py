@@ -157,14 +157,15 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     study's recorded space no longer reads here (``recorded``, the caller's
     :func:`recorded_space`), that is said instead, once: the check is not made, and what
     the export takes from the space and the study did not keep is left out (its
-    footprint rule, where the study recorded none: an older sweeper's; its options too
-    where the recorded text gives none)."""
+    footprint rule, where the study recorded none: an older sweeper's; its options too,
+    for a kernel built from them, :func:`takes_options`, where the recorded text gives
+    none)."""
     from sweeper.kernels import files_gone, options_missing, put_back, source_hash_now
 
     if isinstance(recorded, SweeperError):
         taken = " and ".join(what for what, kept in (
-            ("options", options), ("footprint rule", _kept_rule(meta.footprint_rule)))
-            if not kept)
+            ("options", options or not takes_options(meta.kernel)),
+            ("footprint rule", _kept_rule(meta.footprint_rule))) if not kept)
         lost = [*(["the source of its kernel is not checked against the one it measured"]
                   if source is not None else []),
                 *([f"what the export takes from it (the kernel's {taken}) is left out"]
@@ -470,6 +471,18 @@ def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
     except SweeperError:
         return None
     return dict(options) or None
+
+
+def takes_options(kernel: str) -> bool:
+    """Whether ``kernel`` is built from its space's options (a built-in that declares
+    ``options``: ``cuda``, ``torch-op``): only such a kernel has options an export can
+    lose; a user kernel, or a built-in of none, takes none."""
+    from sweeper.plugins import KERNEL, find, kernel_declaration
+
+    try:
+        return find(KERNEL, kernel).builtin and bool(kernel_declaration(kernel).options)
+    except SweeperError:
+        return False
 
 
 def rule_for(rule: Expr | None, problem: Problem) -> str | None:

@@ -803,6 +803,9 @@ class _Reader:
             name, meta=not any(u.startswith(("meta=", "autotuned=")) for u in unread),
             dims=not any(u.startswith("dims=") for u in unread),
             shape=THREAD_BLOCKS if self.launches_cuda(launch) else WARP_BLOCKS)
+        if "defaults" in attrs and "block" not in given and \
+                any(u.startswith("autotuned=") for u in unread):
+            del attrs["defaults"]["block"]      # its first config's warps: not guessed
         if unchecked is not None:       # what plan says it could not check
             attrs["unchecked_declaration"] = unchecked
         refuse = next((k.value for k in call.keywords if k.arg == "refuse"), None)
