@@ -432,3 +432,49 @@ def test_an_export_of_a_package_on_the_import_path_warns_of_nothing_false(
     assert err.rstrip().endswith(   # and nothing of options, which the kernel takes none of
         "): the source of its kernel is not checked against the one it measured; run the "
         "export from the folder the study was run in, with the files its space names there")
+
+
+def test_an_autotuned_study_whose_module_is_gone_is_exported_from_its_study(
+        path_package, tmp_path, capsys):
+    """The package of an autotuned study's launcher gone since the run: the triton export
+    writes the module from the autotuner's key and the footprint rule the study kept,
+    saying that the kernel's source was not compared, rather than refusing.  A study an
+    older sweeper wrote keeps no key: it is refused in one line, exit 2, saying what
+    study.json does not keep and what to do, and nothing is written."""
+    from sweeper.errors import StaleTuningWarning
+
+    name = path_package(*FOLLOWED["absolute"][:2])
+    study = _run_add(f"{name}.kernels:add", tmp_path / "studies")
+    shutil.rmtree(tmp_path / "site" / name)
+    _forget(name)
+    capsys.readouterr()
+    out = tmp_path / "tuned_add.py"
+    assert main(["export", str(study), "--format", "triton", "-o", str(out)]) == 0
+    said = capsys.readouterr()
+    assert said.out.rstrip().endswith("configs(k=4) feeds @triton.autotune)"), said
+    assert said.err.count("\n") == 1 and said.err.startswith(
+        "sweeper: warning: study add-interpret: its space no longer reads here ("), said.err
+    assert said.err.rstrip().endswith(
+        "): the source of its kernel is not checked against the one it measured; run the "
+        "export from the folder the study was run in, with the files its space names there")
+    with pytest.warns(StaleTuningWarning, match="that cannot be found here to compare"):
+        tuned = _module(out)
+    assert tuned.key == ["n_elements"] and tuned.DIMS == ["n_elements", "rows"]
+    best = tuned.configs(k=1)[0]
+    assert tuned.grid(best.all_kwargs(), n_elements=4096) == \
+        (4096 // best.kwargs["BLOCK_SIZE"],)
+    assert tuned._FOOTPRINT({"n_elements": 10, "itemsize": 4}) == 40   # the study's rule
+
+    meta = json.loads((study / "study.json").read_text())
+    del meta["autotune_key"]                        # as an older sweeper wrote it
+    (study / "study.json").write_text(json.dumps(meta))
+    older = tmp_path / "tuned_older.py"
+    assert main(["export", str(study), "--format", "triton", "-o", str(older)]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: kernel {name}.kernels:add: its module {name}.kernels is neither imported "
+        f"nor a file on the import path (the current folder, {tmp_path / 'work'}, first): "
+        "renamed, moved, or the study was run in another folder; the export reads the "
+        "kernel's key and footprint from its source, as its study.json does not keep the "
+        "autotuner's key (the kernel declares no autotuned=, or an older sweeper ran it): "
+        "allowed: export from the folder that holds it, or with that folder on PYTHONPATH\n")
+    assert not older.exists()
