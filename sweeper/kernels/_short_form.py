@@ -112,6 +112,9 @@ class Declaration:
             self.baseline_name or "torch"
         attrs["headline"] = _headline(name, self.headline)
         attrs["needs_gpu"] = bool(getattr(launch, "needs_gpu", False))
+        compiled = getattr(launch, "source", None)            # sweeper.cuda's file
+        attrs["cuda_source"] = compiled if attrs["needs_gpu"] and \
+            isinstance(compiled, Path) else None
         attrs["declared_model"] = self.declared_model(name, attrs["meta_params"],
                                                       attrs["dims"])
         attrs["__module__"] = getattr(launch, "__module__", __name__)
