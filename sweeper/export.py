@@ -148,23 +148,26 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     winners are exported all the same, as measured, and each lookup of them will warn;
     this says so at export, with what to do.  The source now is told as a lookup tells it
     (:func:`~sweeper.kernels.source_hash_now`, importing nothing); a study without a
-    hash, or a kernel whose source cannot be told so, says nothing; a kernel built from
+    hash, or a kernel whose source cannot be told so, says nothing, unless a file it was
+    read from is gone (below); a kernel built from
     its space's options (``cuda``) is hashed from those the study's space recorded
     (``options``: :func:`recorded_options`); one whose files are not all there (a file
     its source read as the study measured it gone: :func:`~sweeper.kernels.options_missing`
-    of the files the study recorded beside its hash) is said to be that, not a change: a
+    of the files the study recorded beside its hash; a user kernel's ``sweeper.cuda``
+    file or one it included) is said to be that, not a change: a
     hash of what is left of it says nothing of an edit.  Where the
     study's recorded space no longer reads here (``recorded``, the caller's
     :func:`recorded_space`), that is said instead, once: the check is not made, and what
     the export takes from the space and the study did not keep is left out (its
-    footprint rule, where the study recorded none: an older sweeper's; its options too
-    where the recorded text gives none)."""
+    footprint rule, where the study recorded none: an older sweeper's; its options too,
+    for a kernel built from them, :func:`takes_options`, where the recorded text gives
+    none)."""
     from sweeper.kernels import files_gone, options_missing, put_back, source_hash_now
 
     if isinstance(recorded, SweeperError):
         taken = " and ".join(what for what, kept in (
-            ("options", options), ("footprint rule", _kept_rule(meta.footprint_rule)))
-            if not kept)
+            ("options", options or not takes_options(meta.kernel)),
+            ("footprint rule", _kept_rule(meta.footprint_rule))) if not kept)
         lost = [*(["the source of its kernel is not checked against the one it measured"]
                   if source is not None else []),
                 *([f"what the export takes from it (the kernel's {taken}) is left out"]
@@ -178,9 +181,11 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     if source is None:
         return
     now = source_hash_now(meta.kernel, options)
-    if now is None or now == source:
+    if now == source:
         return
     missing = options_missing(meta.kernel, options or {}, meta.kernel_source_files)
+    if now is None and not missing:
+        return
     if missing:
         where = "the study's space or the files it names"
         warnings.warn(f"study {meta.study}: the source of {meta.kernel} cannot be found here "
@@ -309,7 +314,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         exported=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         kernel_path=meta.kernel if meta.tuned_name != meta.kernel else None,
         footprint_expr=rule, kernel_options=options,
-        source_files=(meta.kernel_source_files or None) if options else None,
+        source_files=meta.kernel_source_files or None,
         capability=str(env["capability"]) if env.get("capability") else None,
         cache=problem_of(t).cache,
         note=UNFINISHED if unfinished else None, headline=headline,
@@ -470,6 +475,18 @@ def recorded_options(meta: StudyMeta) -> dict[str, str] | None:
     except SweeperError:
         return None
     return dict(options) or None
+
+
+def takes_options(kernel: str) -> bool:
+    """Whether ``kernel`` is built from its space's options (a built-in that declares
+    ``options``: ``cuda``, ``torch-op``): only such a kernel has options an export can
+    lose; a user kernel, or a built-in of none, takes none."""
+    from sweeper.plugins import KERNEL, find, kernel_declaration
+
+    try:
+        return find(KERNEL, kernel).builtin and bool(kernel_declaration(kernel).options)
+    except SweeperError:
+        return False
 
 
 def rule_for(rule: Expr | None, problem: Problem) -> str | None:

@@ -39,8 +39,9 @@ As it is imported where sweeper is installed, the module compares its winners'
 :func:`sweeper.lookup.warn_stale_export`) where they differ, ``STALE`` saying so, and once
 where the source cannot be found to compare; without sweeper it says nothing (``STALE`` is
 False).  A user kernel whose source cannot be found as the module is written (its module
-gone, or no longer defining it) is refused (:func:`refuse_unfound`): its ``key`` and
-footprint rule come from that source.  A kernel that launches no Triton function whose
+gone, or no longer defining it) is exported from the ``key`` and footprint rule its
+study kept (an autotuned kernel's study does), else refused (:func:`refuse_unfound`):
+they would come from that source.  A kernel that launches no Triton function whose
 ``@triton.autotune`` could take its winners is refused (:func:`refuse_not_triton`):
 compiled CUDA C, and ``torch-op``, a library op, whose tuning entries (``--format
 tuning``) keep the options it is built from instead.
@@ -79,7 +80,7 @@ from sweeper.finals import problem_of
 from sweeper.fsio import atomic_write
 from sweeper.matching import FAR_RATIO
 from sweeper.space import DTYPES, Problem, Space, parse
-from sweeper.store import ProblemKey, StudyStore, TrialRecord
+from sweeper.store import ProblemKey, StudyMeta, StudyStore, TrialRecord
 from sweeper.tuning import kernel_name
 from sweeper.winners import UNFINISHED
 
@@ -120,7 +121,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     target = Path(path)
     output_file(store, target)
     won = study_winners(store)
-    refuse_unfound(won.meta.kernel)
+    refuse_unfound(won.meta)
     declared = kernel_declared(won.meta.kernel)
     refuse_not_triton(won.meta.kernel, declared)
     data = _existing(target)
@@ -161,39 +162,52 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
         if problem_of(pick.trial) in won.unfinished])
 
 
-def refuse_unfound(kernel: str) -> None:
-    """A :class:`SweeperError` where the user kernel ``kernel``'s source cannot be found:
-    the module's ``key`` and footprint rule are read from it, and without it both would be
-    guesses written without a word (:func:`~sweeper.kernels.source_unfound`): its module
+def refuse_unfound(meta: StudyMeta) -> None:
+    """A :class:`SweeperError` where the source of the user kernel of the study ``meta``
+    describes cannot be found (:func:`~sweeper.kernels.source_unfound`) and the study
+    does not keep what the export reads from it: the autotuner's ``key``
+    (``autotune_key``, kept for a kernel declared with ``autotuned=``) and the footprint
+    rule (``footprint_rule``), each else a guess written without a word.  A study that
+    keeps both is exported from them, its source unread
+    (:func:`~sweeper.export.warn_source_changed` says it was not compared).  Its module
     neither imported nor a file on the import path is refused saying where it was looked
     for; a module there whose source no longer defines the kernel's name, saying which
-    module and name.  A
-    built-in, or a name no plugin has (a kernel a program passed as an object), has
-    nothing to find."""
+    module and name; each saying what the study does not keep.  A built-in, or a name no
+    plugin has (a kernel a program passed as an object), has nothing to find."""
     import os
 
     from sweeper.core._units import did_you_mean
     from sweeper.kernels import source_unfound
     from sweeper.kernels._own_modules import module_file
 
+    if meta.autotune_key is not None and meta.footprint_rule:
+        return
+    kernel = meta.kernel
     unfound = source_unfound(kernel)
     if unfound is None:
         return
     module, attr, bound = unfound
+    lacks = [what for what, kept in (
+        ("the autotuner's key (the kernel declares no autotuned=, or an older sweeper ran "
+         "it)", meta.autotune_key is not None),
+        ("the footprint rule (an older sweeper ran it)", bool(meta.footprint_rule)))
+        if not kept]
+    keeps = f"keeps neither {lacks[0]} nor {lacks[1]}" if len(lacks) == 2 else \
+        f"does not keep {lacks[0]}"
+    reads = (f"the export reads the kernel's key and footprint from its source, as its "
+             f"study.json {keeps}")
     if bound is not None:
         file = module_file(module)
         raise SweeperError(
             f"kernel {kernel}: its module {module}{f' ({file})' if file else ''} no longer "
             f"defines {attr} (renamed or removed since the sweep{did_you_mean(attr, bound)}); "
-            "the export reads the kernel's key and footprint from its source: allowed: "
-            "export with the source the study ran on, or sweep the kernel as it is now into "
-            "a new study and export that")
+            f"{reads}: allowed: export with the source the study ran on, or sweep the kernel "
+            "as it is now into a new study and export that")
     raise SweeperError(
         f"kernel {kernel}: its module {module} is neither imported nor a file on the import "
         f"path (the current folder, {os.getcwd()}, first): renamed, moved, or the study was "
-        "run in another folder; the export reads the kernel's key and footprint from its "
-        "source: allowed: export from the folder that holds it, or with that folder on "
-        "PYTHONPATH")
+        f"run in another folder; {reads}: allowed: export from the folder that holds it, or "
+        "with that folder on PYTHONPATH")
 
 
 def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError) -> None:

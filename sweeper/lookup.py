@@ -419,13 +419,18 @@ def unfound(identity: str, options: Mapping[str, str] | None = None,
     hash it was tuned on, and what to do, as :func:`_unfound_text` ends: a file its kept
     ``options`` name or its source read as that hash was taken (a ``cuda`` kernel's
     ``.cu`` file, a file it included, of those ``hashed`` names: its entry's
-    ``source_files``; its reference's module) is not there
+    ``source_files``; its reference's module; a user kernel's ``sweeper.cuda`` file, or
+    one that includes, found from its module, not the tuning file) is not there
     (:func:`~sweeper.kernels.options_missing`), or its module is neither imported nor on
     the import path, or no longer defines it (:func:`~sweeper.kernels.source_unfound`);
     ``None`` where none is told.  Nothing is imported."""
     from sweeper.kernels import files_gone, options_missing, put_back, source_unfound
 
     missing = options_missing(identity, options or {}, hashed)
+    if missing and not options:     # a user kernel's sweeper.cuda files, from its module
+        where = "the kernel's module or the files it names"
+        return (f"{files_gone(missing)}); they are used as they are, unchecked: "
+                f"{put_back(missing, where)}, or to tune the kernel as it is now, {RETUNE}")
     if missing:
         where = ("the entry's kernel_options (relative to the tuning file's folder) or the "
                  "files they name")

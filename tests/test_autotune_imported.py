@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -75,29 +76,60 @@ FOLLOWED = {
 }
 
 
+def _write_package(folder: Path, imports: str, kern: str, init: str = "", lib: str = LIB
+                   ) -> str:
+    """Write a package in ``folder`` (``__init__``, ``lib.py`` with the autotuned function
+    unless given another, ``kernels.py`` the launcher) and return its name."""
+    name = f"userpkg_{uuid.uuid4().hex[:8]}"
+    (folder / name).mkdir(parents=True)
+    (folder / name / "__init__.py").write_text(MARK + init)
+    (folder / name / "lib.py").write_text(lib)
+    (folder / name / "kernels.py").write_text(LAUNCHER.format(
+        imports=imports.format(pkg=name), kern=kern.format(pkg=name)))
+    return name
+
+
+def _forget(name: str) -> None:
+    """Package ``name``'s modules out of ``sys.modules``: as a new process finds them."""
+    for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
+        del sys.modules[module]
+
+
 @pytest.fixture
 def package(tmp_path: Path, monkeypatch) -> Iterator[Callable[..., str]]:
-    """Write a package in the working folder (``__init__``, ``lib.py`` with the
-    autotuned function unless given another, ``kernels.py`` the launcher) and return its
+    """Write a package in the working folder (:func:`_write_package`) and return its
     name; its modules are taken out of ``sys.modules`` after the test."""
     monkeypatch.chdir(tmp_path)
     names: list[str] = []
 
     def write(imports: str, kern: str, init: str = "", lib: str = LIB) -> str:
-        name = f"userpkg_{uuid.uuid4().hex[:8]}"
-        names.append(name)
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "__init__.py").write_text(MARK + init)
-        (folder / "lib.py").write_text(lib)
-        (folder / "kernels.py").write_text(LAUNCHER.format(
-            imports=imports.format(pkg=name), kern=kern.format(pkg=name)))
-        return name
+        names.append(_write_package(tmp_path, imports, kern, init, lib))
+        return names[-1]
 
     yield write
     for name in names:
-        for module in [m for m in sys.modules if m == name or m.startswith(f"{name}.")]:
-            del sys.modules[module]
+        _forget(name)
+
+
+@pytest.fixture
+def path_package(tmp_path: Path, monkeypatch) -> Iterator[Callable[..., str]]:
+    """Write a package in ``tmp_path/site``, a folder on the import path (as PYTHONPATH
+    or an installed package's is), not the working folder (``tmp_path/work``), and
+    return its name; its modules are taken out of ``sys.modules`` after the test."""
+    site, work = tmp_path / "site", tmp_path / "work"
+    site.mkdir()
+    work.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.chdir(work)
+    names: list[str] = []
+
+    def write(imports: str, kern: str, init: str = "") -> str:
+        names.append(_write_package(site, imports, kern, init))
+        return names[-1]
+
+    yield write
+    for name in names:
+        _forget(name)
 
 
 def _plan(tmp_path: Path, capsys, name: str) -> tuple[int, str, str]:
@@ -320,3 +352,129 @@ def test_the_refusal_docs_space_md_shows_is_as_printed(tmp_path, monkeypatch, ca
     assert main(["plan", "s.yaml", "--device", "interpret"]) == 2
     assert [capsys.readouterr().err.removeprefix("sweeper: ").rstrip("\n")] == shown
     assert not list(tmp_path.rglob("*.imported"))
+
+
+def test_plan_takes_the_declared_grid_where_only_the_autotuner_is_unread(package, tmp_path,
+                                                                          capsys):
+    """A ``kernel:`` space of a launcher whose autotuned function only running it
+    resolves: plan takes the ``grid=`` its declaration gives (not the base Kernel's
+    ``cdiv(n, BLOCK)``, refused as though the declaration gave none), and asks for the
+    block the space leaves out, which is the autotuner's first config's warps, saying
+    why it could not be read, rather than guessing it."""
+    imports, _, _ = UNFOLLOWED["importlib"]
+    name = package(imports, "add_kernel")
+    space = tmp_path / "k.yaml"
+    params = "params: {BLOCK_SIZE: [128], n_elements: [1024]"
+    space.write_text(f"kernel: {name}.kernels:add\n{params}, block: [64]}}\n")
+    assert main(["plan", str(space), "--device", "interpret"]) == 0
+    assert capsys.readouterr().out.startswith(f"space {space}: 1 config (grid 1 × block 1 ")
+    space.write_text(f"kernel: {name}.kernels:add\n{params}}}\n")
+    assert main(["plan", str(space), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:1: kernel: kernel {name}.kernels:add's default block could not be "
+        f"read from its source (autotuned= at kernels.py:12 (`importlib.import_module("
+        f"'{name}.lib').add_kernel` at kernels.py:6 is what only running the module gives; "
+        "bind it at the module's top level (from MODULE import add_kernel) for plan to "
+        "follow it)), and the file gives no params.block; allowed: params.block\n")
+    assert not list(tmp_path.rglob("*.imported"))
+
+
+def _run_add(target: str, studies: Path) -> Path:
+    """Run ``--from-autotune target`` (two configs, ``n_elements=2048``) on the
+    interpreter into ``studies``; the study's folder."""
+    assert main(["run", "--from-autotune", target, "--device", "interpret", "-p",
+                 "n_elements=2048", "--studies-dir", str(studies), "--quiet",
+                 "--no-report"]) == 0
+    return studies / "add-interpret"
+
+
+def test_an_export_of_a_package_on_the_import_path_warns_of_nothing_false(
+        path_package, tmp_path, capsys):
+    """A study of a launcher in a package on the import path, not in the working folder,
+    whose autotuned function only running it resolves (``importlib``): its exports read
+    its space back without user code, the configs it ran from study.json and the grid
+    from the declaration's ``grid=``, so neither says the space no longer reads here nor
+    that the kernel's options (it takes none) are lost.  Each writes the autotuner's key,
+    the grid and the footprint rule, and compares the kernel's source: an edit of its
+    module since is said; the package gone, that the space no longer reads, and nothing
+    of options, which the kernel takes none of."""
+    imports, _, _ = UNFOLLOWED["importlib"]
+    name = path_package(imports, "add_kernel")
+    study = _run_add(f"{name}.kernels:add", tmp_path / "studies")
+    capsys.readouterr()
+    module, tuning = tmp_path / "tuned_add.py", tmp_path / "tuning.json"
+    for argv in (["--format", "triton", "-o", str(module)], ["-o", str(tuning)]):
+        assert main(["export", str(study), *argv]) == 0
+        assert capsys.readouterr().err == "", argv
+    tuned = _module(module)
+    assert tuned.key == ["n_elements"] and tuned.DIMS == ["n_elements", "rows"]
+    best = tuned.configs(k=1)[0]
+    assert tuned.grid(best.all_kwargs(), n_elements=4096) == \
+        (4096 // best.kwargs["BLOCK_SIZE"],)
+    [entry] = json.loads(tuning.read_text())["entries"]
+    assert (entry["grid_expr"], entry["footprint_expr"]) == \
+        ("cdiv(n_elements, BLOCK_SIZE)", "n_elements * itemsize")
+
+    _forget(name)                                   # a new process, the module edited
+    with (tmp_path / "site" / name / "kernels.py").open("a") as source:
+        source.write("# edited\n")
+    assert main(["export", str(study), "-o", str(tmp_path / "again.json")]) == 0
+    assert capsys.readouterr().err.startswith(
+        f"sweeper: warning: study add-interpret: the source of {name}.kernels:add changed "
+        "since the study measured it; ")
+
+    shutil.rmtree(tmp_path / "site" / name)         # gone: its space reads here no more
+    _forget(name)
+    assert main(["export", str(study), "-o", str(tmp_path / "gone.json")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "sweeper: warning: study add-interpret: its space no longer reads here ("), err
+    assert err.rstrip().endswith(   # and nothing of options, which the kernel takes none of
+        "): the source of its kernel is not checked against the one it measured; run the "
+        "export from the folder the study was run in, with the files its space names there")
+
+
+def test_an_autotuned_study_whose_module_is_gone_is_exported_from_its_study(
+        path_package, tmp_path, capsys):
+    """The package of an autotuned study's launcher gone since the run: the triton export
+    writes the module from the autotuner's key and the footprint rule the study kept,
+    saying that the kernel's source was not compared, rather than refusing.  A study an
+    older sweeper wrote keeps no key: it is refused in one line, exit 2, saying what
+    study.json does not keep and what to do, and nothing is written."""
+    from sweeper.errors import StaleTuningWarning
+
+    name = path_package(*FOLLOWED["absolute"][:2])
+    study = _run_add(f"{name}.kernels:add", tmp_path / "studies")
+    shutil.rmtree(tmp_path / "site" / name)
+    _forget(name)
+    capsys.readouterr()
+    out = tmp_path / "tuned_add.py"
+    assert main(["export", str(study), "--format", "triton", "-o", str(out)]) == 0
+    said = capsys.readouterr()
+    assert said.out.rstrip().endswith("configs(k=4) feeds @triton.autotune)"), said
+    assert said.err.count("\n") == 1 and said.err.startswith(
+        "sweeper: warning: study add-interpret: its space no longer reads here ("), said.err
+    assert said.err.rstrip().endswith(
+        "): the source of its kernel is not checked against the one it measured; run the "
+        "export from the folder the study was run in, with the files its space names there")
+    with pytest.warns(StaleTuningWarning, match="that cannot be found here to compare"):
+        tuned = _module(out)
+    assert tuned.key == ["n_elements"] and tuned.DIMS == ["n_elements", "rows"]
+    best = tuned.configs(k=1)[0]
+    assert tuned.grid(best.all_kwargs(), n_elements=4096) == \
+        (4096 // best.kwargs["BLOCK_SIZE"],)
+    assert tuned._FOOTPRINT({"n_elements": 10, "itemsize": 4}) == 40   # the study's rule
+
+    meta = json.loads((study / "study.json").read_text())
+    del meta["autotune_key"]                        # as an older sweeper wrote it
+    (study / "study.json").write_text(json.dumps(meta))
+    older = tmp_path / "tuned_older.py"
+    assert main(["export", str(study), "--format", "triton", "-o", str(older)]) == 2
+    assert capsys.readouterr().err == (
+        f"sweeper: kernel {name}.kernels:add: its module {name}.kernels is neither imported "
+        f"nor a file on the import path (the current folder, {tmp_path / 'work'}, first): "
+        "renamed, moved, or the study was run in another folder; the export reads the "
+        "kernel's key and footprint from its source, as its study.json does not keep the "
+        "autotuner's key (the kernel declares no autotuned=, or an older sweeper ran it): "
+        "allowed: export from the folder that holds it, or with that folder on PYTHONPATH\n")
+    assert not older.exists()

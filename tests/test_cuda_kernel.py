@@ -1215,6 +1215,36 @@ def test_a_users_sweeper_cuda_kernel_takes_any_block_read_or_imported(tmp_path, 
         assert space.launch_shape.allows(48)
 
 
+@pytest.mark.parametrize("form", USER_CUDA)
+def test_a_users_sweeper_cuda_file_is_found_read_or_imported_alike(tmp_path, monkeypatch,
+                                                                    request, form):
+    """The ``.cu`` file a ``sweeper.cuda`` launch compiles, which a lookup, an export and
+    a resume find the includes of to name one gone (:func:`~sweeper.kernels.cuda_source`):
+    read from its module's source (never run) and from the kernel once imported alike,
+    beside the module; a source only running the module gives is not guessed."""
+    import importlib
+
+    from sweeper.kernels import cuda_source
+
+    module = f"usercuda_found_{form}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    user_cuda_module(tmp_path, module, form)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = (tmp_path / "copy.cu").resolve()
+    assert cuda_source(f"{module}:copy") == found and module not in sys.modules
+    importlib.import_module(module)
+    assert cuda_source(f"{module}:copy") == found
+    assert cuda_source("cuda") is None and cuda_source("copy") is None
+
+    computed = f"usercuda_computed_{form}"
+    request.addfinalizer(lambda: sys.modules.pop(computed, None))
+    text = (tmp_path / f"{module}.py").read_text()
+    (tmp_path / f"{computed}.py").write_text(text.replace('"copy.cu"', '"copy" + ".cu"'))
+    assert cuda_source(f"{computed}:copy") is None
+    importlib.import_module(computed)
+    assert cuda_source(f"{computed}:copy") == found
+
+
 def test_plan_counts_a_users_sweeper_cuda_kernels_binaries_as_nvrtcs(tmp_path, monkeypatch,
                                                                        capsys):
     """A user kernel launching ``sweeper.cuda`` compiles through NVRTC, one binary per
@@ -1587,6 +1617,27 @@ def _cuda_replay_study(tmp_path: Path) -> list[str]:
         + "\n".join(rows) + "\n")
     return ["run", str(tmp_path / "s.yaml"), "--device", f"replay:{tmp_path / 't.csv'}",
             "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
+
+
+def _user_cuda_replay_study(tmp_path: Path, module: str) -> list[str]:
+    """A user module ``module`` in ``tmp_path`` whose kernel ``copy`` launches
+    ``sweeper.cuda`` on a copy.cu that includes part.cuh (:func:`user_cuda_module`), a
+    space of it and a replay table of its two configs: the run command, run from
+    ``tmp_path`` (a replay measures it without a GPU)."""
+    user_cuda_module(tmp_path, module)
+    source = tmp_path / "copy.cu"
+    source.write_text('#include "part.cuh"\n' + source.read_text())
+    (tmp_path / "part.cuh").write_text("// a helper\n")
+    (tmp_path / "s.yaml").write_text(f"study: s\nkernel: {module}:copy\nparams:\n"
+                                     "  VEC: [1, 4]\n  block: [128]\n  footprint: [4KiB]\n")
+    rows = [f'{vec},128,{cache},float32,4KiB,"cdiv(n, block * VEC)",ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008)) for cache in ("cold", "warm")]
+    (tmp_path / "t.csv").write_text(
+        "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
+        f"# kernel: {module}:copy\nVEC,block,cache,dtype,footprint,grid,status,median_ms,"
+        "samples_ms\n" + "\n".join(rows) + "\n")
+    return ["run", "s.yaml", "--device", "replay:t.csv", "--studies-dir", "st", "--quiet",
+            "--no-report"]
 
 
 @pytest.mark.parametrize("edited", ["copy.cu", "part.cuh"])

@@ -661,8 +661,10 @@ def test_an_export_whose_kernel_source_is_missing_is_refused_and_nothing_written
         f"sweeper: kernel gone_scale:scale: its module gone_scale is neither imported nor a "
         f"file on the import path (the current folder, {tmp_path}, first): renamed, moved, or "
         "the study was run in another folder; the export reads the kernel's key and "
-        "footprint from its source: allowed: export from the folder that holds it, or with "
-        "that folder on PYTHONPATH\n")
+        "footprint from its source, as its study.json keeps neither the autotuner's key "
+        "(the kernel declares no autotuned=, or an older sweeper ran it) nor the footprint "
+        "rule (an older sweeper ran it): allowed: export from the folder that holds it, or "
+        "with that folder on PYTHONPATH\n")
     assert not out.exists()
     (tmp_path / "gone_scale.py").write_text(
         (Path(__file__).parent.parent / "examples" / "scale.py").read_text())
@@ -688,9 +690,11 @@ def test_an_export_whose_kernel_module_no_longer_defines_it_is_refused(tmp_path,
     assert capsys.readouterr().err == (
         f"sweeper: kernel renamed_scale:scale: its module renamed_scale ({source}) no longer "
         "defines scale (renamed or removed since the sweep; did you mean 'scale_v2'?); the "
-        "export reads the kernel's key and footprint from its source: allowed: export with "
-        "the source the study ran on, or sweep the kernel as it is now into a new study and "
-        "export that\n")
+        "export reads the kernel's key and footprint from its source, as its study.json "
+        "keeps neither the autotuner's key (the kernel declares no autotuned=, or an older "
+        "sweeper ran it) nor the footprint rule (an older sweeper ran it): allowed: export "
+        "with the source the study ran on, or sweep the kernel as it is now into a new study "
+        "and export that\n")
     assert not out.exists()
     source.write_text(text)                               # the source the study ran on
     assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 0

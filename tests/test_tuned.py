@@ -651,6 +651,65 @@ def test_a_cuda_kernel_whose_file_is_gone_is_warned_of_once_as_unchecked(
         assert tuned("cuda", **asked).stale
 
 
+@pytest.mark.parametrize("imported", [True, False])
+def test_a_sweeper_cuda_kernels_gone_header_is_named_as_a_cuda_spaces_is(
+        tmp_path, monkeypatch, capsys, request, imported):
+    """A user kernel launching ``sweeper.cuda`` records the files its ``.cu`` file
+    includes beside its source hash, as a ``cuda`` space's does (study.json's
+    ``kernel_source_files``, each tuning entry's ``source_files``, relative to the
+    ``.cu`` file's folder): a header deleted since is named as gone, not taken for an
+    earlier source, by a lookup (its module imported by the program, or read from its
+    source, never run), by an export, and by a resume (exit 2, nothing written); put
+    back, the study resumes as it was."""
+    from sweeper import lookup
+    from sweeper.cli import main
+    from tests.test_cuda_kernel import _user_cuda_replay_study
+
+    module = f"usercuda_gone_{'imported' if imported else 'read'}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    monkeypatch.chdir(tmp_path)
+    run = _user_cuda_replay_study(tmp_path, module)
+    assert main(run) == 0
+    study = tmp_path / "st" / "s-replay"
+    assert json.loads((study / "study.json").read_text())["kernel_source_files"] == \
+        ["part.cuh"]
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
+    [entry] = json.loads(Path("tuning.json").read_text())["entries"]
+    assert entry["source_files"] == ["part.cuh"] and "kernel_options" not in entry
+    if not imported:
+        del sys.modules[module]                         # a new process: its source read
+    part = (tmp_path / "part.cuh").resolve()
+    text = part.read_text()
+    part.unlink()
+    said = (rf"tuning.json: the winners of copy were tuned for a source of {module}:copy "
+            rf"\(study s-replay\) that cannot be found here to compare \("
+            rf"{re.escape(str(part))} is gone: moved, renamed or removed since\); they are "
+            r"used as they are, unchecked: put it back where the kernel's module or the "
+            r"files it names find it, or to tune the kernel as it is now, run its space "
+            r"into a new study .* and export that$")
+    asked = {"dtype": "float32", "footprint": 4096, "gpu": "replay: NVIDIA H200",
+             "path": "tuning.json"}
+    cfg = _served_unchecked(said, (f"{module}:copy",), asked,
+                            [f"{module}:copy", "--footprint", "4KiB", "--gpu",
+                             "replay: NVIDIA H200"], monkeypatch, capsys)
+    assert cfg.meta == {"VEC": 4}
+    assert main(["export", "st/s-replay", "-o", "again.json"]) == 0
+    assert capsys.readouterr().err.startswith(
+        f"sweeper: warning: study s-replay: the source of {module}:copy cannot be found "
+        f"here to compare with the one the study measured ({part} is gone: moved, renamed "
+        "or removed since); ")
+    kept = {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()}
+    assert main(run) == 2
+    assert capsys.readouterr().err.startswith(
+        "sweeper: st/s-replay: cannot resume, its kernel's source cannot be found as it "
+        f"was measured ({part} is gone: moved, renamed or removed since; kernel_source: ")
+    assert {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()} == kept
+    part.write_text(text)
+    assert main(run) == 0
+    assert "done: 0 measured" in capsys.readouterr().out
+
+
 def test_a_cuda_kernels_tuned_line_names_its_block_without_triton_s_warps(
         tmp_path, monkeypatch, capsys):
     """A CUDA C kernel's block is the ``blockDim.x`` it is launched with; ``num_warps``

@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from sweeper import plugins
@@ -25,6 +26,7 @@ from sweeper.kernels._base import (
     fill_random,
     hash_of_source,
 )
+from sweeper.kernels._cuda_spec import includes_gone, includes_now
 from sweeper.kernels._own_modules import module_file
 from sweeper.kernels._unimported import module_source_hash, names_bound
 
@@ -136,12 +138,17 @@ def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], s
 def options_hashed(name: str, options: Mapping[str, str]) -> list[str]:
     """The files besides those built-in kernel ``name``'s ``options`` name that the
     source built from them reads now (its declaration's :meth:`Kernel.hashed_files`: a
-    ``cuda`` kernel's included files, relative to its ``.cu`` file's folder): what a
-    study records beside its source hash, for :func:`options_missing` to tell a file
-    gone since from one that hash never held.  Empty for any other kernel, or a name no
-    plugin has.  Nothing but a built-in's declaration is imported."""
+    ``cuda`` kernel's included files, relative to its ``.cu`` file's folder), and those a
+    user kernel launching ``sweeper.cuda`` reads besides its module (the files its
+    ``.cu`` file includes, so too: :func:`cuda_source`): what a study records beside
+    its source hash, for :func:`options_missing` to tell a file gone since from one that
+    hash never held.  Empty for any other kernel, or a name no plugin has.  Nothing is
+    imported that this process has not imported."""
     declaration = _builtin_declaration(name)
-    return [] if declaration is None else declaration.hashed_files(options)
+    if declaration is not None:
+        return declaration.hashed_files(options)
+    source = cuda_source(name)
+    return [] if source is None else includes_now(source)
 
 
 def options_missing(name: str, options: Mapping[str, str], hashed: Sequence[str] = ()
@@ -150,11 +157,36 @@ def options_missing(name: str, options: Mapping[str, str], hashed: Sequence[str]
     they build read when its hash was taken (``hashed``: :func:`options_hashed` then, as
     its study or tuning entry recorded it), which are not there, each once (its
     declaration's :meth:`Kernel.missing_files`: a ``cuda`` kernel's ``.cu`` file, a file
-    it included, its reference's or refuse's file): its source cannot be hashed from
-    them to compare.  Empty for any other kernel, or a name no plugin has.  Nothing but a
-    built-in's declaration is imported."""
+    it included, its reference's or refuse's file); for a user kernel launching
+    ``sweeper.cuda``, its ``.cu`` file (:func:`cuda_source`), or a file it included of
+    those ``hashed`` names: its source cannot be hashed from them to compare.  Empty for
+    any other kernel, or a name no plugin has.  Nothing is imported that this process
+    has not imported."""
     declaration = _builtin_declaration(name)
-    return [] if declaration is None else declaration.missing_files(options, hashed)
+    if declaration is not None:
+        return declaration.missing_files(options, hashed)
+    source = cuda_source(name)
+    if source is None:
+        return []
+    return [str(source)] if not source.exists() else \
+        [str(p) for p in includes_gone(source, hashed)]
+
+
+def cuda_source(name: str) -> Path | None:
+    """The CUDA C file user kernel ``name``'s ``sweeper.cuda`` launch compiles
+    (:attr:`Kernel.cuda_source`): from the kernel, where this process imported its
+    module already, else from its module's source, never run (where the call gives it
+    as a literal); ``None`` for a built-in, any other kernel, or a name no plugin has."""
+    try:
+        found = plugins.find(plugins.KERNEL, name)
+        if found.builtin:
+            return None
+        imported = found.target.partition(":")[0] in sys.modules
+        declared = plugins.kernel_declaration(name, user_code=imported)
+    except SweeperError:
+        return None
+    source = getattr(declared, "cuda_source", None)
+    return source if isinstance(source, Path) else None
 
 
 def files_gone(missing: Sequence[str]) -> str:

@@ -261,6 +261,11 @@ class Kernel(abc.ABC):
     #: The kernel runs on a CUDA GPU only (compiled CUDA C): a device that runs kernels
     #: elsewhere (the interpreter) refuses it before the first trial.
     needs_gpu: ClassVar[bool] = False
+    #: The CUDA C file a user kernel's launch compiles (``sweeper.cuda``'s source,
+    #: resolved), which its study records the includes of beside its source hash, so
+    #: that one gone since is told from an edit (:func:`~sweeper.kernels.options_hashed`);
+    #: ``None`` for any other kernel (the built-in ``cuda``'s is its ``source`` option).
+    cuda_source: ClassVar[Path | None] = None
     #: Why the kernel's winners can feed no ``@triton.autotune``, where it launches no
     #: Triton function whose constexprs and warps they would set (``torch-op`` calls a
     #: library op): ``export --format triton`` refuses its study saying so.  Empty: they

@@ -14,7 +14,6 @@ In Python, :func:`cuda` makes the launch that :func:`sweeper.kernel` takes.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -45,14 +44,14 @@ from sweeper.kernels._cuda_spec import (
     code_only,
     include_paths,
     included,
+    includes_gone,
+    includes_now,
     int_overflow,
     nvrtc_option_problem,
-    read_includes,
     sources,
     template_arguments,
     template_names,
     templates,
-    unfound_includes,
 )
 from sweeper.kernels._model_form import read_model
 from sweeper.kernels._own_modules import (
@@ -200,15 +199,10 @@ class CudaDeclaration(Kernel):
     @classmethod
     def hashed_files(cls, options: Mapping[str, str]) -> list[str]:
         """The files the ``.cu`` file includes, where found now, each relative to its
-        folder (:func:`~sweeper.kernels._cuda_spec.read_includes`); none where it cannot be
+        folder (:func:`~sweeper.kernels._cuda_spec.includes_now`); none where it cannot be
         read (no hash is taken)."""
         source = Path(options.get("source", ""))
-        if not source.name:
-            return []
-        try:
-            return read_includes(sources(source))
-        except OSError:
-            return []
+        return includes_now(source) if source.name else []
 
     @classmethod
     def missing_files(cls, options: Mapping[str, str], hashed: Sequence[str] = ()
@@ -219,14 +213,13 @@ class CudaDeclaration(Kernel):
         (the study's space read where it is found no longer) that is on no import path,
         and a file the ``.cu`` file or one it includes includes that NVRTC would find
         nowhere now, of those the hash read (``hashed``:
-        :func:`~sweeper.kernels._cuda_spec.unfound_includes`; a header it never read, a
+        :func:`~sweeper.kernels._cuda_spec.includes_gone`; a header it never read, a
         toolkit's, is none)."""
         missing = super().missing_files(options, hashed)
         read = [p for p in _python_files(options) if not p.exists()]
         source = Path(options.get("source", ""))
-        if hashed and source.name and source.is_file():
-            with contextlib.suppress(OSError):      # unreadable: no hash is told
-                read += unfound_includes(sources(source), hashed)
+        if source.name:
+            read += includes_gone(source, hashed)
         named = {Path(p).resolve() for p in missing}
         missing += [str(p) for p in dict.fromkeys(read) if p.resolve() not in named]
         for key in ("reference", "refuse"):

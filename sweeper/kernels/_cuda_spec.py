@@ -515,6 +515,29 @@ def unfound_includes(files: Mapping[Path, bytes], read: Collection[str]) -> tupl
     return tuple(out)
 
 
+def includes_now(source: Path) -> list[str]:
+    """The files ``source`` includes, where found now (:func:`read_includes` of
+    :func:`sources`' read): what a study of a kernel compiling it records beside its
+    source hash; none where it cannot be read (no hash is taken)."""
+    try:
+        return read_includes(sources(source))
+    except OSError:
+        return []
+
+
+def includes_gone(source: Path, read: Collection[str]) -> list[Path]:
+    """The files ``source`` includes that its study's source hash read (``read``:
+    :func:`includes_now` then) and that NVRTC finds nowhere now
+    (:func:`unfound_includes`); none where ``source`` is no file or cannot be read (the
+    caller names it), or the study recorded none (an older sweeper's)."""
+    if not read or not source.is_file():
+        return []
+    try:
+        return list(unfound_includes(sources(source), read))
+    except OSError:                               # unreadable: no hash is told
+        return []
+
+
 def cache_key(files: Mapping[Path, bytes], entry: str, options: Sequence[str], arch: str,
               nvrtc: str) -> str:
     """What identifies one compiled kernel: the source and its includes (their contents

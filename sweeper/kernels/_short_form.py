@@ -112,6 +112,9 @@ class Declaration:
             self.baseline_name or "torch"
         attrs["headline"] = _headline(name, self.headline)
         attrs["needs_gpu"] = bool(getattr(launch, "needs_gpu", False))
+        compiled = getattr(launch, "source", None)            # sweeper.cuda's file
+        attrs["cuda_source"] = compiled if attrs["needs_gpu"] and \
+            isinstance(compiled, Path) else None
         attrs["declared_model"] = self.declared_model(name, attrs["meta_params"],
                                                       attrs["dims"])
         attrs["__module__"] = getattr(launch, "__module__", __name__)
@@ -178,9 +181,12 @@ class Declaration:
         attributes: its ``dims`` and ``meta_params`` (an autotuner's configs too), the
         ``defaults`` of the axes a space leaves out and its footprint, and the blocks its
         launch takes (``shape``: its launch's, a ``sweeper.cuda`` one's any count of
-        threads); without ``meta`` (or ``dims``) the meta-parameters and defaults (the
-        dimensions and footprint) left out, as :mod:`sweeper.kernels._unimported` leaves
-        out what it could not read."""
+        threads); without ``meta`` (or ``dims``) the meta-parameters (the dimensions and
+        footprint) left out, as :mod:`sweeper.kernels._unimported` leaves out what it
+        could not read, and without ``meta`` the defaults too unless ``grid=`` is given:
+        the default grid ``cdiv(n, BLOCK)`` reads a meta-parameter, and the rest reads
+        none, so a study read back without its code (an ``autotuned=`` only importing
+        the module resolves, whose configs the study kept) launches its kernel's grid."""
         sizes = _dims(name, self.dims)
         attrs: dict[str, Any] = {"dims": sizes, "meta_params": _meta(name, self.meta),
                                  "launch_shape": shape}
@@ -193,6 +199,8 @@ class Declaration:
                 attrs["defaults"]["block"] = first[0]
         else:
             del attrs["meta_params"]
+            if self.grid is not None:
+                attrs["defaults"] = self.defaults(name, sizes, {}, shape)
         if dims:
             attrs.update(self.shape(name, sizes))
         else:

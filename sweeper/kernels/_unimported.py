@@ -173,6 +173,7 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
         raise ImportRefused(err, f"{file.name}:{at}: {statement(reader.lines, at)}") from None
     if reader.launches_cuda(given[0] if given else None):
         declared.attrs["needs_gpu"] = True
+        declared.attrs["cuda_source"] = reader.cuda_source(given[0])
     arguments = reader.launched_arguments(given[0] if given else node)
     if arguments:
         declared.attrs["triton_arguments"] = arguments
@@ -718,12 +719,34 @@ class _Reader:
         ``sweeper.cuda(...)`` one (compiled CUDA C, which runs on a CUDA GPU only, as the
         built-in ``cuda`` kernel does): the call itself, or a module-level name bound to
         it."""
+        return self.cuda_call(launch) is not None
+
+    def cuda_call(self, launch: ast.AST | None) -> ast.Call | None:
+        """The ``sweeper.cuda(...)`` call ``launch`` is (:meth:`launches_cuda`), or
+        ``None``."""
         seen: set[str] = set()
         while isinstance(launch, ast.Name) and launch.id in self.bound and \
                 launch.id not in seen:                  # launch = sweeper.cuda(...) above
             seen.add(launch.id)
             launch = self.bound[launch.id]
-        return isinstance(launch, ast.Call) and _last_name(launch.func) == "cuda"
+        return launch if isinstance(launch, ast.Call) and \
+            _last_name(launch.func) == "cuda" else None
+
+    def cuda_source(self, launch: ast.AST | None) -> Path | None:
+        """The CUDA C file the ``sweeper.cuda(...)`` launch ``launch`` compiles, as the
+        call resolves it (relative to the module's folder), where its source is a
+        literal (or a module-level name bound to one); ``None`` where only running the
+        module gives it."""
+        call = self.cuda_call(launch)
+        given = [k.value for k in call.keywords if k.arg == "source"] if call else []
+        node = call.args[0] if call is not None and call.args else next(iter(given), None)
+        try:
+            value = self.read(node) if node is not None else None
+        except NotLiteral:
+            return None
+        if not isinstance(value, str) or not value or "\0" in value:
+            return None
+        return (self.file.resolve().parent / value).resolve()
 
     def launched_arguments(self, launch: ast.AST | None) -> tuple[str, ...]:
         """The arguments of the module's Triton functions ``launch`` (the function a
@@ -803,6 +826,9 @@ class _Reader:
             name, meta=not any(u.startswith(("meta=", "autotuned=")) for u in unread),
             dims=not any(u.startswith("dims=") for u in unread),
             shape=THREAD_BLOCKS if self.launches_cuda(launch) else WARP_BLOCKS)
+        if "defaults" in attrs and "block" not in given and \
+                any(u.startswith("autotuned=") for u in unread):
+            del attrs["defaults"]["block"]      # its first config's warps: not guessed
         if unchecked is not None:       # what plan says it could not check
             attrs["unchecked_declaration"] = unchecked
         refuse = next((k.value for k in call.keywords if k.arg == "refuse"), None)

@@ -390,8 +390,14 @@ class _Parser:
     def kernel_default(self, name: str) -> Any:
         """The kernel's default for axis ``name``, which the file leaves out: its class's
         ``defaults`` must give it, as nothing else can stand in for it (the base Kernel's
-        are replaced whole by a class that sets its own)."""
+        are replaced whole by a class that sets its own); one its source, read unimported,
+        does not show (an ``autotuned=``'s first config's warps) is named with why."""
         defaults = self.kernel_cls.defaults
+        unread = getattr(self.kernel_cls, "unread", ())
+        if name not in defaults and unread:
+            raise self.error("kernel", f"kernel {self.kernel_name}'s default {name} could not "
+                             f"be read from its source ({'; '.join(unread)}), and the file "
+                             f"gives no params.{name}; allowed: params.{name}")
         if name not in defaults:
             raise self.error("kernel", f"kernel {self.kernel_name}'s class gives no default "
                              f"{name} (its defaults: {', '.join(defaults) or 'none'}), and "
