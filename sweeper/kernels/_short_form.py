@@ -127,6 +127,7 @@ class Declaration:
         space's axes after it is built."""
         built = self.build(launch)
         self.check_grid(built.name, built.dims, built.meta_params)
+        check_launch_names(built.name, launch, built.dims, built.meta_params)
         return built
 
     def checked(self, launch: Callable[..., Any]) -> dict[str, Any]:
@@ -137,6 +138,7 @@ class Declaration:
         mistake is refused by the same check, in the same words, as importing it would."""
         attrs = self.attributes(launch, sourced=False)
         self.check_grid(attrs["name"], attrs["dims"], attrs["meta_params"])
+        check_launch_names(attrs["name"], launch, attrs["dims"], attrs["meta_params"])
         return attrs
 
     def check_grid(self, name: str, dims: Mapping[str, Dim],
@@ -301,6 +303,18 @@ class Declaration:
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
                     refuse=self.refuse, source=source, own_files=own_files)
+
+
+def check_launch_names(kernel: str, launch: Callable[..., Any], dims: Mapping[str, Dim],
+                       meta: Mapping[str, MetaParam]) -> None:
+    """Refuse a launch whose own expression of the config reads a name kernel ``kernel``
+    does not declare (``dims``, ``meta``): a ``sweeper.cuda`` launch's ``shared_memory``
+    (:meth:`~sweeper.kernels._cuda_build.CudaLaunch.shared_memory_problem`), asked of
+    the launch where it has one; a space's ``cuda`` kernel checks it against its axes."""
+    check = getattr(launch, "shared_memory_problem", None)
+    found = check(tuple(dims), tuple(meta)) if callable(check) else None
+    if found is not None:
+        raise SweeperError(f"kernel {kernel}: shared_memory: {found}")
 
 
 def _check_calls(kernel: str, plan: Plan) -> None:

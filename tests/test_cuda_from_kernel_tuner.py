@@ -1,0 +1,239 @@
+"""What a Kernel Tuner user brings to a ``cuda`` kernel beyond a plain launch: dynamic
+shared memory per config (``smem_args``), outputs left unchecked (``answer``'s ``None``),
+the winner as a launch asks for it (``pick``, ``sweeper.tuned``) and as a C header of
+``#define``s (``store_results`` / ``create_device_targets``).  Without a GPU: the space's
+checks, the bytes each config asks, the claim against a GPU's limit (a stand-in
+function), and replayed studies exported and looked up.  The GPU half is at the end,
+marked ``gpu``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+import sweeper
+from sweeper.cli import main
+from sweeper.kernels import load_kernel
+from sweeper.kernels._cuda_build import (
+    OutOfResources,
+    claim_shared_memory,
+    shared_memory_env,
+)
+from sweeper.space import Config, MeasureSpec, Problem, load_space
+from tests.conftest import ROOT
+
+COPY_CU = ROOT / "examples" / "copy.cu"
+#: dst = src through a tile of dynamic shared memory: each thread fills TILE floats of it
+#: and copies its element from the last, so every byte the launch gives is written and a
+#: block given less than it touches faults.
+STAGED_CU = """\
+extern "C" __global__ void staged(float *dst, const float *src, long long n) {
+    extern __shared__ float tile[];
+    long long i = (long long)blockIdx.x * block_size_x + threadIdx.x;
+    for (int t = 0; t < TILE; t++) tile[threadIdx.x * TILE + t] = i < n ? src[i] : 0.0f;
+    __syncthreads();
+    if (i < n) dst[i] = tile[threadIdx.x * TILE + TILE - 1];
+}
+"""
+STAGED = """\
+kernel:
+  name: cuda
+  source: staged.cu
+  entry: staged
+  inputs: {{src: n}}
+  outputs: {{dst: n}}
+  args: [dst, src, "n:int64"]
+  reference: "torch:clone"
+  shared_memory: "{shared}"
+params:
+  block: [64, 256]
+  TILE: [4, 64, 512]
+  footprint: [64KiB]
+sampler: exhaustive
+"""
+
+
+@pytest.fixture
+def staged_space(tmp_path):
+    """A space of the staged copy beside its .cu file; call with its shared_memory."""
+    (tmp_path / "staged.cu").write_text(STAGED_CU)
+
+    def write(shared: str = "block_size_x * TILE * 4", text: str | None = None) -> Path:
+        (tmp_path / "space.yaml").write_text(text or STAGED.format(shared=shared))
+        return tmp_path / "space.yaml"
+    return write
+
+
+# -- dynamic shared memory (smem_args) -----------------------------------------------------
+
+def test_shared_memory_is_an_expression_of_each_config(staged_space):
+    """``shared_memory`` gives each config's bytes from its parameters, Kernel Tuner's
+    ``block_size_x`` and sweeper's ``block`` alike, ``block_size_y`` and ``block_size_z``
+    at 1 where not swept, the problem's ``n`` and ``itemsize``."""
+    space = load_space(staged_space("block_size_x * TILE * 4 + block_size_y * n // itemsize"))
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    config = space.resolve({"block": "256", "TILE": "64", "footprint": "64KiB"},
+                           {"sms": 132, "l2_bytes": 1 << 20})
+    assert shared_memory_env(config)["block_size_z"] == 1
+    assert kernel.plan.launch.shared_bytes(config) == 256 * 64 * 4 + 16384 // 4
+    plain = load_space(staged_space("block * 0 + 1KiB"))           # a size, as axes take
+    assert load_kernel(plain.kernel, plain.kernel_options).plan.launch.shared_bytes(
+        config) == 1024
+
+
+def test_a_kernel_without_shared_memory_launches_blocks_of_none(tmp_path):
+    """No ``shared_memory``: each block is launched with 0 bytes, as before."""
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    launch = sweeper.cuda(tmp_path / "copy.cu", "copy", ["dst", "src", "n"])
+    config = Config(problem=Problem("float32", 4096), grid=4, block=128, meta={"VEC": 4})
+    assert launch.shared_memory is None and launch.shared_bytes(config) == 0
+
+
+@pytest.mark.parametrize(("shared", "said"), [
+    ("block_size_x * TILES * 4", "unknown name 'TILES' in 'block_size_x * TILES * 4'; "
+     "known: n, itemsize, block, block_size_x, block_size_y, block_size_z, TILE; did you "
+     "mean 'TILE'?"),
+    ("sms * 1024", "unknown name 'sms' in 'sms * 1024'"),
+    ("block_size_x *", "cannot parse expression 'block_size_x *'"),
+    ("TILE > 4", "'TILE > 4' is a comparison (true or false), not a number"),
+])
+def test_a_shared_memory_reading_no_known_name_is_refused_at_its_line(staged_space, capsys,
+                                                                      shared, said):
+    """An expression that does not parse, or reads a name the config has not (a misspelt
+    axis, a device fact), is refused where it is written, before anything runs."""
+    path = staged_space(shared)
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:9: kernel.shared_memory: {said}"), err
+    assert err.count("\n") == 1
+
+
+def test_a_sweeper_cuda_kernel_s_shared_memory_is_checked_as_it_is_declared(tmp_path):
+    """``sweeper.cuda(..., shared_memory=...)``: its names against what
+    ``sweeper.kernel`` declares, its text as it is given."""
+    (tmp_path / "staged.cu").write_text(STAGED_CU)
+    launch = sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n:int64"],
+                          shared_memory="block_size_x * TILE * 4")
+    declared = sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"},
+                              meta={"TILE": 4}, grid="cdiv(n, block)",
+                              reference=lambda src: src.clone())
+    config = Config(problem=Problem("float32", 4096), grid=4, block=128, meta={"TILE": 8})
+    assert declared.plan.launch.shared_bytes(config) == 128 * 8 * 4
+    with pytest.raises(sweeper.SweeperError, match=r"^kernel staged: shared_memory: unknown "
+                       r"name 'TILE' in 'block_size_x \* TILE \* 4'; known: n, itemsize, "):
+        sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"}, meta={"TILES": 4},
+                       grid="cdiv(n, block)", reference=lambda src: src.clone())
+    with pytest.raises(sweeper.SweeperError, match=r"^sweeper.cuda: shared_memory: cannot "
+                       r"parse expression 'TILE \*'"):
+        sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"],
+                     shared_memory="TILE *")
+    with pytest.raises(sweeper.SweeperError, match=r"^sweeper.cuda: shared_memory=4.5; "
+                       r"allowed: bytes as an expression"):
+        sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"],
+                     shared_memory=4.5)   # type: ignore[arg-type]
+
+
+def test_a_shared_memory_giving_no_bytes_at_a_config_fails_that_config(staged_space):
+    """A negative count, or a division by zero at some config, is no launch: that
+    config's trial fails with the reason (raised before anything is compiled)."""
+    space = load_space(staged_space("1024 // (TILE - 4) - 64"))
+    launch = load_kernel(space.kernel, space.kernel_options).plan.launch
+    problem = Problem("float32", 65536)
+    with pytest.raises(ValueError, match=r"^shared_memory: division by zero in "
+                       r"'1024 // \(TILE - 4\) - 64' with TILE=4$"):
+        launch.shared_bytes(Config(problem=problem, grid=1, block=64, meta={"TILE": 4}))
+    with pytest.raises(ValueError, match=r"gives -62 bytes at this config; allowed: a count "
+                       r"of bytes, 0 or more$"):
+        launch.shared_bytes(Config(problem=problem, grid=1, block=64, meta={"TILE": 516}))
+
+
+class LoadedFunction:
+    """A loaded CUDA function as the launch sees it: its static shared memory and its
+    settable maximum of dynamic shared memory (48 KiB less its static, unasked)."""
+
+    def __init__(self, static: int = 0) -> None:
+        self.shared_size_bytes = static
+        self.max_dynamic_shared_size_bytes = 48 * 1024 - static
+
+
+def test_shared_memory_past_48_kib_is_claimed_and_past_the_gpu_s_limit_refused():
+    """A block's dynamic shared memory up to the 48 KiB it has unasked launches as it is;
+    past that the function's maximum is raised to it (as ``cudaFuncSetAttribute`` asks);
+    with the kernel's static memory past the GPU's limit for a block, the launch is refused
+    before it is made, as an out-of-resources trial saying how much and what is allowed."""
+    from sweeper.trial import TrialStatus, classify
+
+    H100_LIMIT = 232448                             # MaxSharedMemoryPerBlockOptin
+    function = LoadedFunction()
+    claim_shared_memory(function, 32 * 1024, H100_LIMIT, "block_size_x * TILE * 4")
+    assert function.max_dynamic_shared_size_bytes == 48 * 1024
+    claim_shared_memory(function, 64 * 1024, H100_LIMIT, "block_size_x * TILE * 4")
+    assert function.max_dynamic_shared_size_bytes == 64 * 1024
+    with pytest.raises(OutOfResources) as refused:
+        claim_shared_memory(LoadedFunction(static=1024), H100_LIMIT, H100_LIMIT,
+                            "block_size_x * TILE * 4")
+    assert str(refused.value) == (
+        "shared_memory 'block_size_x * TILE * 4' asks each block for 232448 B (227KiB) of "
+        "dynamic shared memory beside the kernel's 1024 B static, more than the 232448 B "
+        "(227KiB) a block of this GPU may have (MaxSharedMemoryPerBlockOptin); allowed: "
+        "configs whose shared_memory is at most 231424 B")
+    status, reason = classify(refused.value)
+    assert status is TrialStatus.OUT_OF_RESOURCES
+    assert reason.startswith("OutOfResources: shared_memory 'block_size_x * TILE * 4' asks")
+
+
+def test_shared_memory_is_part_of_the_kernel_s_source(staged_space):
+    """Another ``shared_memory`` is another kernel to a study (its source hash), as
+    another NVRTC option is; a kernel without one hashes as it did before."""
+    hashes = set()
+    for shared in ("block_size_x * TILE * 4", "block_size_x * TILE * 8"):
+        space = load_space(staged_space(shared))
+        hashes.add(load_kernel(space.kernel, space.kernel_options).source_hash())
+    assert len(hashes) == 2
+    space = load_space(staged_space(text=STAGED.format(shared="").replace(
+        '  shared_memory: ""\n', "")))
+    assert "shared_memory" not in load_kernel(space.kernel, space.kernel_options).source()
+
+
+# -- on a GPU ------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_dynamic_shared_memory_launches_claims_past_48_kib_and_refuses_past_the_limit(
+        staged_space, tmp_path, monkeypatch):
+    """The staged copy, each block given ``block_size_x * TILE * 4`` bytes of dynamic
+    shared memory: 1 KiB to 64 KiB launch and verify (64 KiB past the 48 KiB a block
+    has unasked, so its maximum is raised first), a 512 KiB block is more than any GPU
+    gives one and is recorded out of resources with its reason, and the sweep goes on."""
+    from sweeper.devices import open_device
+    from sweeper.trial import TrialStatus, run_trial
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    space = load_space(staged_space())
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    device = open_device("cuda")
+    problem = Problem("float32", 65536 + 12)
+    for block, tile, status in ((64, 4, TrialStatus.OK), (256, 4, TrialStatus.OK),
+                                (256, 64, TrialStatus.OK), (256, 512,
+                                                            TrialStatus.OUT_OF_RESOURCES)):
+        config = Config(problem=problem, grid=-(-problem.n // block), block=block,
+                        meta={"TILE": tile})
+        result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, device,
+                           MeasureSpec(warmup=1, repeat=3, stop="fixed"),
+                           torch.Generator(device="cuda").manual_seed(0))
+        assert result.status is status, (block, tile, result.reason)
+        if status is TrialStatus.OUT_OF_RESOURCES:
+            assert "(MaxSharedMemoryPerBlockOptin); allowed: configs whose shared_memory " \
+                   "is at most" in result.reason
+    studies = tmp_path / "st"
+    assert main(["run", str(tmp_path / "space.yaml"), "--studies-dir", str(studies),
+                 "--quiet", "--no-report"]) == 0  # out of resources: the GPU's, not a fault
+    rows = [json.loads(line) for line in
+            (studies / "space" / "trials.jsonl").read_text().splitlines()]
+    statuses = {(r["config"]["block"], r["config"]["meta"]["TILE"]): r["status"]
+                for r in rows if r.get("kind") == "trial"}
+    assert statuses == {(64, 4): "ok", (64, 64): "ok", (64, 512): "ok", (256, 4): "ok",
+                        (256, 64): "ok", (256, 512): "out_of_resources"}, statuses
