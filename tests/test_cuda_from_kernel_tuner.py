@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -199,6 +200,103 @@ def test_shared_memory_is_part_of_the_kernel_s_source(staged_space):
     assert "shared_memory" not in load_kernel(space.kernel, space.kernel_options).source()
 
 
+# -- outputs left unchecked (answer's None) ------------------------------------------------
+
+#: dst = src, and a scratch buffer the kernel writes that no reference computes.
+SCRATCH_CU = """\
+extern "C" __global__ void copy_scratch(float *dst, float *scratch, const float *src,
+                                        long long n) {
+    long long i = (long long)blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) {
+        dst[i] = src[i];
+        scratch[i] = 2.0f * src[i] + (float)blockIdx.x;
+    }
+}
+"""
+SCRATCH = """\
+kernel:
+  name: cuda
+  source: scratch.cu
+  entry: copy_scratch
+  inputs: {src: n}
+  outputs: {dst: n, scratch: n}
+  args: [dst, scratch, src, "n:int64"]
+  reference: "torch:clone"
+  check: [dst]
+params:
+  block: [128, 256]
+  footprint: [64KiB]
+sampler: exhaustive
+"""
+
+
+def _doubled(check: list[str] | None, reference: Any = None) -> Any:
+    """A short kernel writing ``out = 2 * x`` and a ``scratch`` no reference computes,
+    compared as ``check`` says."""
+    def double(x, out, scratch, config):
+        out.copy_(2 * x)
+        scratch.fill_(7.0)
+
+    return sweeper.kernel(double, inputs={"x": "n"}, outputs={"out": "n", "scratch": "n"},
+                          meta={"BLOCK": 256}, grid="cdiv(n, BLOCK)",
+                          reference=reference or (lambda x: 2 * x), check=check)
+
+
+def _checked(kernel_class: Any, wrong: bool = False) -> str | None:
+    """The check of one launch of ``kernel_class`` (``out`` made wrong after it)."""
+    kernel = kernel_class()
+    problem = Problem("float32", 4096, (("n", 1024),))
+    buffers = kernel.allocate(problem, "cpu")
+    kernel.randomize(buffers, torch.Generator().manual_seed(0))
+    kernel.poison(buffers)
+    kernel.launch(buffers, Config(problem=problem, grid=4, block=128, meta={"BLOCK": 256}))
+    if wrong:
+        buffers["out"][3] += 1
+    return kernel.check(buffers)
+
+
+def test_an_output_left_out_of_check_is_written_and_never_compared():
+    """``check=["out"]``: the reference returns ``out`` alone, or every output in their
+    order, and ``scratch`` (poisoned, then written) is never compared; ``out`` still is.
+    Without ``check`` every output is, so a reference of one of two outputs says so."""
+    assert _checked(_doubled(["out"])) is None
+    assert _checked(_doubled(["out"], lambda x: (2 * x, torch.zeros_like(x)))) is None
+    assert _checked(_doubled(["out"], lambda x: {"out": 2 * x})) is None
+    assert _checked(_doubled(["out"]), wrong=True).startswith(
+        "output out: 1 of 1024 elements differ")
+    assert _checked(_doubled(None)) == (
+        "the reference returned 1 value(s) for 2 output(s) (out, scratch)")
+    assert _checked(_doubled(["out"], lambda x: (x, x, x))) == (
+        "the reference returned 3 value(s) for 1 output(s) (out) checked of 2 (out, scratch)")
+
+
+@pytest.mark.parametrize(("check", "said"), [
+    (["outt"], r"check\[0\]: 'outt' is no output; allowed: a list of the outputs compared "
+     r"with the reference's \(out, scratch\); did you mean 'out'\?"),
+    (["out", "out"], r"check\[1\]: 'out' is named twice"),
+    ([], r"check: \[\] is no list of outputs"),
+    ("out", r"check: 'out' is no list of outputs"),
+])
+def test_a_check_naming_no_output_is_refused_as_the_kernel_is_declared(check, said):
+    with pytest.raises(sweeper.SweeperError, match=f"^kernel double: {said}"):
+        _doubled(check)
+
+
+def test_a_cuda_kernel_s_check_option_is_read_and_checked_at_its_line(tmp_path, capsys):
+    """A space's ``check: [dst]`` compares ``dst`` alone; a name no output has is refused
+    at its item, with the outputs it may name."""
+    (tmp_path / "scratch.cu").write_text(SCRATCH_CU)
+    path = tmp_path / "space.yaml"
+    path.write_text(SCRATCH)
+    space = load_space(path)
+    assert load_kernel(space.kernel, space.kernel_options).plan.checked == ("dst",)
+    path.write_text(SCRATCH.replace("check: [dst]", "check: [dst, scrach]"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err == (
+        f"{path}:9: kernel.check[1]: 'scrach' is no output; allowed: a list of the outputs "
+        "compared with the reference's (dst, scratch); did you mean 'scratch'?\n")
+
+
 # -- on a GPU ------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -237,3 +335,31 @@ def test_dynamic_shared_memory_launches_claims_past_48_kib_and_refuses_past_the_
                 for r in rows if r.get("kind") == "trial"}
     assert statuses == {(64, 4): "ok", (64, 64): "ok", (64, 512): "ok", (256, 4): "ok",
                         (256, 64): "ok", (256, 512): "out_of_resources"}, statuses
+
+
+@pytest.mark.gpu
+def test_an_unchecked_scratch_output_runs_on_the_gpu_and_the_checked_one_is_compared(
+        tmp_path, monkeypatch):
+    """``check: [dst]``: the kernel's scratch output, which ``torch:clone`` does not
+    compute, is not compared, and every config verifies; a planted wrong ``dst`` is still
+    caught."""
+    from sweeper.devices import open_device
+    from sweeper.trial import TrialStatus, run_trial
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "scratch.cu").write_text(SCRATCH_CU)
+    (tmp_path / "space.yaml").write_text(SCRATCH)
+    device = open_device("cuda")
+    problem = Problem("float32", 65536 + 12)
+    for source, status in ((SCRATCH_CU, TrialStatus.OK),
+                           (SCRATCH_CU.replace("dst[i] = src[i];", "dst[i] = src[i] + 1;"),
+                            TrialStatus.WRONG_ANSWER)):
+        (tmp_path / "scratch.cu").write_text(source)
+        space = load_space(tmp_path / "space.yaml")
+        kernel = load_kernel(space.kernel, space.kernel_options)
+        config = Config(problem=problem, grid=-(-problem.n // 128), block=128, meta={})
+        result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, device,
+                           MeasureSpec(warmup=1, repeat=3, stop="fixed"),
+                           torch.Generator(device="cuda").manual_seed(0))
+        assert result.status is status, result.reason
+    assert result.reason.startswith("output dst: ")

@@ -67,6 +67,7 @@ from sweeper.kernels._short_form import (
     Declaration,
     _counted,
     cannot_take_config,
+    check_problem,
     tolerance_pair,
 )
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
@@ -80,7 +81,7 @@ DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict,
-    "nvrtc_options": list}
+    "nvrtc_options": list, "check": list}
 
 
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
@@ -167,11 +168,13 @@ class CudaDeclaration(Kernel):
         "shared_memory": "the dynamic shared memory each block is launched with, in bytes, "
                          "over the config (block_size_x * TILE * 4: Kernel Tuner's "
                          "smem_args); default none",
+        "check": "the outputs compared with the reference's ([C]: Kernel Tuner's answer, "
+                 "None where not checked); default every output",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
          "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options",
-         "shared_memory"})
+         "shared_memory", "check"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -295,6 +298,10 @@ class CudaDeclaration(Kernel):
             if "model" in options else None
         _check_counts(options, names)
         _check_tensors(options, inputs, outputs, names)
+        check = json.loads(options["check"]) if "check" in options else None
+        unchecked = check_problem(check, list(outputs))
+        if unchecked is not None:               # at the item that is wrong
+            raise OptionError(f"check{unchecked[0]}", unchecked[1])
         tolerance = _tolerance(options)
         if options.get("headline") == Headline.TFLOPS and "flops" not in options:
             raise OptionError("headline", "tflops is flops over the median, and the kernel "
@@ -318,7 +325,8 @@ class CudaDeclaration(Kernel):
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
                 tolerance=tolerance, headline=options.get("headline"), model=model,
-                refuse=Refuse(options["refuse"]) if "refuse" in options else None)
+                refuse=Refuse(options["refuse"]) if "refuse" in options else None,
+                check=check)
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
