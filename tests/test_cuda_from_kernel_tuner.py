@@ -18,6 +18,7 @@ import torch
 
 import sweeper
 from sweeper.cli import main
+from sweeper.errors import TuningWarning
 from sweeper.kernels import load_kernel
 from sweeper.kernels._cuda_build import (
     OutOfResources,
@@ -295,6 +296,93 @@ def test_a_cuda_kernel_s_check_option_is_read_and_checked_at_its_line(tmp_path, 
     assert capsys.readouterr().err == (
         f"{path}:9: kernel.check[1]: 'scrach' is no output; allowed: a list of the outputs "
         "compared with the reference's (dst, scratch); did you mean 'scratch'?\n")
+
+
+# -- the winner as a launch asks for it (pick) ---------------------------------------------
+
+#: The 2-D matmul's space (tests/test_cuda_launch_2d.py) with a shared memory of its own and
+#: an NVRTC option, as a Kernel Tuner user's tune_kernel script becomes one.
+MATMUL_EXTRA = ('  shared_memory: "block_size_x * block_size_y * tile_size_y * itemsize + K"\n'
+                "  nvrtc_options: [-use_fast_math]\n")
+
+
+@pytest.fixture
+def matmul_study(tmp_path):
+    """A replayed study of the 2-D matmul, exported to ``tuning.json``: its path."""
+    from tests.test_cuda_launch_2d import MATMUL_CU, SPACE, _replayed
+
+    (tmp_path / "matmul.cu").write_text(MATMUL_CU)
+    space = tmp_path / "space.yaml"
+    space.write_text(SPACE.format(extra="").replace("  tolerance:", MATMUL_EXTRA +
+                                                    "  tolerance:"))
+    assert main(_replayed(tmp_path, space)) == 0
+    return tmp_path / "st" / "space-replay"
+
+
+def test_a_tuned_cuda_config_gives_the_launch_cupy_takes(matmul_study, tmp_path):
+    """``sweeper.tuned(...).cuda_launch()``: the name to compile, NVRTC's options with
+    the winner's defines (``block_size_x`` its block, ``block_size_y``, ``block_size_z``
+    at 1, each meta-parameter, ``DTYPE``) and the kernel's own, the grid and block in x,
+    y and z and the shared memory, each computed for the problem asked, as sweeper
+    compiled and launched it; a candidate's too."""
+    tuning = tmp_path / "tuning.json"
+    assert main(["export", str(matmul_study), "-o", str(tuning)]) == 0
+    kernel = f"cuda:{tmp_path / 'matmul.cu'}:matmul"
+    cfg = sweeper.tuned(kernel, dtype="float32", dims={"M": 200, "N": 120, "K": 64},
+                        gpu="NVIDIA H200", path=tuning)
+    launch = cfg.cuda_launch()
+    assert launch.name == "matmul" and launch.source == tmp_path / "matmul.cu"
+    assert launch.defines == {"DTYPE": "float", "block_size_x": "16", "block_size_y": "16",
+                              "block_size_z": "1", "tile_size_y": "1"}
+    assert launch.options == (
+        "-DDTYPE=float", "-Dblock_size_x=16", "-Dblock_size_y=16", "-Dblock_size_z=1",
+        "-Dtile_size_y=1", "-use_fast_math", f"-I{tmp_path}", "-std=c++17")
+    assert (launch.grid, launch.block) == ((8, 13, 1), (16, 16, 1))
+    assert launch.shared_mem == 16 * 16 * 1 * 4 + 64
+    with pytest.warns(TuningWarning):
+        far = sweeper.tuned(kernel, dtype="float32", dims={"M": 4000, "N": 1200, "K": 640},
+                            gpu="NVIDIA H200", path=tuning)
+    at = far.cuda_launch()
+    assert (at.grid, at.shared_mem) == ((75, 250, 1), 16 * 16 * 4 + 640)
+    other = far.candidates[1]
+    assert far.cuda_launch(other).block == (other.block, other.meta["block_size_y"], 1)
+    with pytest.raises(sweeper.SweeperError, match="is none of this lookup's candidates"):
+        far.cuda_launch(cfg.candidates[0].__class__(**{**vars(cfg.candidates[0]),
+                                                        "block": 999}))
+
+
+def test_a_sweeper_cuda_kernel_s_launch_is_given_by_the_launch_it_is_declared_with(
+        matmul_study, tmp_path):
+    """A ``sweeper.cuda`` kernel's entry keeps no launch of its own: ``launch=`` gives
+    it (its template, options and shared memory); an entry of no CUDA C kernel, or
+    another object, is refused, saying what to give."""
+    tuning = tmp_path / "tuning.json"
+    assert main(["export", str(matmul_study), "-o", str(tuning)]) == 0
+    cfg = sweeper.tuned(f"cuda:{tmp_path / 'matmul.cu'}:matmul", dtype="float32",
+                        dims={"M": 200, "N": 120, "K": 64}, gpu="NVIDIA H200", path=tuning)
+    mine = sweeper.cuda(tmp_path / "matmul.cu", "matmul", ["C", "A", "B", "M", "N", "K"],
+                        nvrtc_options=["--fmad=false"], shared_memory="1KiB")
+    launch = cfg.cuda_launch(launch=mine)
+    assert "--fmad=false" in launch.options and "-use_fast_math" not in launch.options
+    assert launch.shared_mem == 1024
+    with pytest.raises(sweeper.SweeperError, match=r"launch='matmul\.cu' is none; allowed: "
+                       r"for a sweeper\.cuda kernel, launch= the sweeper\.cuda\(\.\.\.\)"):
+        cfg.cuda_launch(launch="matmul.cu")       # type: ignore[arg-type]
+
+
+def test_a_triton_kernel_s_tuned_config_has_no_cuda_launch(tmp_path):
+    """A Triton kernel's entry is launched with its grid, warps and meta: asked for a
+    CUDA C launch, it says so."""
+    from tests.test_export_triton import study
+
+    tuning = tmp_path / "tuning.json"
+    assert main(["export", str(study(tmp_path / "copy-fp32").root), "-o", str(tuning)]) == 0
+    cfg = sweeper.tuned("copy", dtype="float32", footprint="1MiB", gpu="NVIDIA H200",
+                        path=tuning)
+    with pytest.raises(sweeper.SweeperError, match=r"^copy: cuda_launch\(\) is the launch "
+                       r"of a CUDA C kernel, .*a Triton kernel launches with grid, "
+                       r"num_warps and meta"):
+        cfg.cuda_launch()
 
 
 # -- on a GPU ------------------------------------------------------------------------------

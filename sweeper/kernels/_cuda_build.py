@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sweeper.ceilings import cache_root
 from sweeper.core import THREAD_BLOCKS, Config, Expr, evaluate, format_size, parse
@@ -77,6 +77,37 @@ class Compiled:
     path: Path | None
     lowered: str
     cubin: bytes = field(repr=False)
+
+
+class TunedLaunch(NamedTuple):
+    """A config of a CUDA C kernel as a program of its own compiles and launches it, the
+    way sweeper did (:meth:`CudaLaunch.tuned_launch`); with CuPy::
+
+        module = cupy.RawModule(code=launch.source.read_text(), options=launch.options,
+                                name_expressions=[launch.name])
+        module.get_function(launch.name)(launch.grid, launch.block, args,
+                                         shared_mem=launch.shared_mem)
+
+    (a ``shared_mem`` past 48 KiB needs the function's ``max_dynamic_shared_size_bytes``
+    raised to it first)."""
+
+    #: the entry, or its template's instantiation (``copy<4, 2>``): what NVRTC is asked to
+    #: name (``name_expressions``) and the function is looked up by
+    name: str
+    #: the ``.cu`` file compiled
+    source: Path
+    #: the NVRTC options of its compile: each define (``-DNAME=value``), the kernel's own
+    #: ``nvrtc_options``, the source's folder (``-I``, where its headers are) and the
+    #: language (``-std=c++17``)
+    options: tuple[str, ...]
+    #: the defines by name (``block_size_x``, ``block_size_y``, ``block_size_z``, each
+    #: meta-parameter the template does not pass, ``DTYPE``)
+    defines: dict[str, str]
+    #: the grid and the block, each in x, y and z (:func:`launch_dims`)
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    #: the dynamic shared memory of each block, in bytes (:meth:`CudaLaunch.shared_bytes`)
+    shared_mem: int
 
 
 class Compiler(Protocol):
@@ -319,6 +350,21 @@ class CudaLaunch:
             raise ValueError(f"shared_memory {expr.text!r} gives {value} bytes at this "
                              "config; allowed: a count of bytes, 0 or more")
         return value
+
+    def tuned_launch(self, config: Config) -> TunedLaunch:
+        """``config`` as a program of its own compiles and launches it: the defines and
+        options each compile of it took, its grid and blocks and its shared memory, as
+        :meth:`__call__` launches it (``ValueError`` where its ``shared_memory`` gives no
+        bytes there)."""
+        name, options = _defines(self, config)
+        grid, block = launch_dims(config)
+        defines = {}
+        for option in options[:len(options) - len(self.options)]:       # -DNAME=value
+            define, _, value = option.removeprefix("-D").partition("=")
+            defines[define] = value
+        folder = self.source.resolve().parent
+        return TunedLaunch(name, self.source, (*options, f"-I{folder}", "-std=c++17"),
+                           defines, grid, block, self.shared_bytes(config))
 
     @property
     def reads(self) -> frozenset[str]:
