@@ -42,7 +42,8 @@ False).  A user kernel whose source cannot be found as the module is written (it
 gone, or no longer defining it) is refused (:func:`refuse_unfound`): its ``key`` and
 footprint rule come from that source.  A kernel that launches no Triton function whose
 ``@triton.autotune`` could take its winners is refused (:func:`refuse_not_triton`):
-compiled CUDA C, and ``torch-op``, a library op, whose tuning entries (``--format
+compiled CUDA C, whose winners a C header (``--format header``) and a lookup's
+``cuda_launch()`` give, and ``torch-op``, a library op, whose tuning entries (``--format
 tuning``) keep the options it is built from instead.
 """
 
@@ -207,9 +208,13 @@ def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError) -> Non
 
     if isinstance(declared, SweeperError):
         return                         # a declaration that cannot be read: taken as Triton's
-    why = ("is compiled CUDA C, not a Triton kernel: its configs cannot feed "
-           "@triton.autotune" if getattr(declared, "needs_gpu", False) else
-           getattr(declared, "no_triton_function", ""))
+    if getattr(declared, "needs_gpu", False):
+        raise SweeperError(f"kernel {kernel} is compiled CUDA C, not a Triton kernel: its "
+                           "configs cannot feed @triton.autotune; allowed: "
+                           f"{option('format')} header (a C header of #defines), tuning "
+                           "(sweeper.tuned(...).cuda_launch(): the launch for cupy), csv, "
+                           "parquet or optuna")
+    why = getattr(declared, "no_triton_function", "")
     if why:
         raise SweeperError(f"kernel {kernel} {why}; allowed: {option('format')} tuning "
                            "(sweeper.tuned), csv, parquet or optuna")

@@ -385,6 +385,155 @@ def test_a_triton_kernel_s_tuned_config_has_no_cuda_launch(tmp_path):
         cfg.cuda_launch()
 
 
+# -- a C header of the winners (store_results, create_device_targets) ---------------------
+
+def _preprocessed(header: Path, *defines: str) -> str:
+    """What a C preprocessor makes of a file that includes ``header`` and reads some of
+    its names, compiled with ``defines``."""
+    import subprocess
+
+    cpp = shutil.which("cpp")
+    if cpp is None:
+        pytest.skip("no C preprocessor (cpp)")
+    use = header.parent / "use.c"
+    use.write_text(f'#include "{header.name}"\n' + "bx=block_size_x by=block_size_y "
+                   "tile=tile_size_y gy=MATMUL_GRID_Y smem=MATMUL_SHARED_MEMORY dtype=DTYPE\n")
+    out = subprocess.run([cpp, "-P", *(f"-D{d}" for d in defines), str(use)],
+                         capture_output=True, text=True, check=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+def _replay_on(tmp_path: Path, gpu: str, study: str, space: Path) -> list[str]:
+    """The run of ``space`` on a replay of every config (:func:`_replayed`'s) as measured
+    on ``gpu``, into study ``study``."""
+    from tests.test_cuda_launch_2d import _replayed
+
+    run = _replayed(tmp_path, space)
+    table = tmp_path / "t.csv"
+    table.write_text(table.read_text().replace("# gpu: NVIDIA H200", f"# gpu: {gpu}"))
+    return [*run, "--study", study]
+
+
+def test_a_header_defines_each_gpu_s_and_problem_s_winner_as_kernel_tuner_guards_them(
+        tmp_path, capsys):
+    """``--format header``: per GPU (``-DTARGET_NVIDIA_H200``) and tuned problem
+    (``-DPROBLEM_float32_M400_N120_K64``) the winner's defines, launch and shared memory;
+    a GPU alone gives its default, neither every GPU's; a name given already is kept.
+    Another GPU's study adds its section; another study of a GPU replaces the winners of
+    the problems it measured and keeps the others'."""
+    from tests.test_cuda_launch_2d import MATMUL_CU, SPACE
+
+    (tmp_path / "matmul.cu").write_text(MATMUL_CU)
+    space = tmp_path / "space.yaml"
+    space.write_text(SPACE.format(extra="").replace("  tolerance:", MATMUL_EXTRA +
+                                                    "  tolerance:").replace(
+        "params:\n", "params:\n  M: [200, 400]\n"))
+    header = tmp_path / "tuned.h"
+    assert main(_replay_on(tmp_path, "NVIDIA H200", "h200", space)) == 0
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "st" / "h200"), "--format", "header", "-o",
+                 str(header)]) == 0
+    assert capsys.readouterr().out == (
+        f"wrote 2 winners of NVIDIA H200 to {header} (#include it; compile with "
+        "-DTARGET_NVIDIA_H200, and -DPROBLEM_... for a problem's winner)\n")
+    text = header.read_text()
+    assert text.startswith("// sweeper header export v1\n// The tuned configs of "
+                           f"cuda:{tmp_path / 'matmul.cu'}:matmul, written by")
+    assert "//   TARGET_NVIDIA_H200: NVIDIA H200 (study h200)\n" in text
+    assert "#if defined(TARGET_NVIDIA_H200) && defined(PROBLEM_float32_M200_N120_K64)\n" in text
+    # the replayed winner: the most threads in y, one row a thread; its grid at each M
+    assert _preprocessed(header, "TARGET_NVIDIA_H200", "PROBLEM_float32_M400_N120_K64") == (
+        "bx=16 by=16 tile=1 gy=25 smem=1088 dtype=float")
+    assert _preprocessed(header, "TARGET_NVIDIA_H200", "PROBLEM_float32_M200_N120_K64") == (
+        "bx=16 by=16 tile=1 gy=13 smem=1088 dtype=float")
+    assert _preprocessed(header, "TARGET_NVIDIA_H200") == (
+        "bx=16 by=16 tile=1 gy=MATMUL_GRID_Y smem=MATMUL_SHARED_MEMORY dtype=DTYPE")
+    assert _preprocessed(header) == _preprocessed(header, "TARGET_NVIDIA_H200")
+    assert _preprocessed(header, "TARGET_NVIDIA_H200", "block_size_x=99").startswith("bx=99 ")
+    # another GPU: a section of its own
+    assert main(_replay_on(tmp_path, "NVIDIA H100 80GB HBM3", "h100", space)) == 0
+    assert main(["export", str(tmp_path / "st" / "h100"), "--format", "header", "-o",
+                 str(header)]) == 0
+    assert "//   TARGET_NVIDIA_H100_80GB_HBM3: NVIDIA H100 80GB HBM3 (study h100)\n" in \
+        header.read_text()
+    assert _preprocessed(header, "TARGET_NVIDIA_H100_80GB_HBM3",
+                         "PROBLEM_float32_M400_N120_K64").startswith("bx=16 by=16 ")
+    assert _preprocessed(header, "TARGET_NVIDIA_H200",
+                         "PROBLEM_float32_M200_N120_K64").endswith("gy=13 smem=1088 dtype=float")
+    # the same GPU again, M=200 alone: its winner replaced, M=400's kept
+    space.write_text(space.read_text().replace("  M: [200, 400]\n", "  M: [200]\n"))
+    assert main(_replay_on(tmp_path, "NVIDIA H200", "h200-again", space)) == 0
+    assert main(["export", str(tmp_path / "st" / "h200-again"), "--format", "header", "-o",
+                 str(header)]) == 0
+    text = header.read_text()
+    assert "//   TARGET_NVIDIA_H200: NVIDIA H200 (study h200, h200-again)\n" in text
+    assert "PROBLEM_float32_M200_N120_K64: trial" not in text
+    assert "M=200 N=120 K=64: trial #" in text and "of study h200-again" in text
+    assert "M=400 N=120 K=64: trial #" in text
+
+
+def test_a_header_of_a_template_s_instance_defines_no_template_parameter(tmp_path, capsys,
+                                                                         monkeypatch):
+    """A ``sweeper.cuda`` kernel instantiating a template (its launch as the study's run
+    recorded it, nothing imported to export): its template's parameters are no defines,
+    which would break the template, and the instance names them."""
+    (tmp_path / "tcopy.cu").write_text(
+        "template <int VEC> __global__ void tcopy(float *dst, const float *src, int n) {\n"
+        "    int i = (blockIdx.x * block_size_x + threadIdx.x) * VEC;\n"
+        "    for (int v = 0; v < VEC; v++) if (i + v < n) dst[i + v] = src[i + v];\n}\n")
+    (tmp_path / "usertemplate.py").write_text(
+        "import sweeper\n\ncopy = sweeper.kernel(\n"
+        '    sweeper.cuda("tcopy.cu", "tcopy", ["dst", "src", "n"], template="tcopy<{VEC}>",\n'
+        '                 shared_memory="block * VEC * 4"),\n'
+        '    inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},\n'
+        '    grid="cdiv(n, block * VEC)", reference=lambda src: src.clone())\n')
+    (tmp_path / "s.yaml").write_text("kernel: usertemplate:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  block: [128]\n  footprint: [4KiB]\n")
+    rows = [f'{vec},128,cold,float32,4KiB,"cdiv(n, block * VEC)",ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008))]
+    (tmp_path / "t.csv").write_text(
+        "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
+        "# kernel: usertemplate:copy\nVEC,block,cache,dtype,footprint,grid,status,median_ms,"
+        "samples_ms\n" + "\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "s.yaml", "--device", "replay:t.csv", "--studies-dir", "st",
+                 "--quiet", "--no-report"]) == 0
+    meta = json.loads((tmp_path / "st" / "s-replay" / "study.json").read_text())
+    assert meta["cuda_launch"] == {"source": str(tmp_path / "tcopy.cu"), "entry": "tcopy",
+                                   "template": "tcopy<{VEC}>", "nvrtc_options": [],
+                                   "shared_memory": "block * VEC * 4"}
+    assert main(["export", "st/s-replay", "--format", "header", "-o", "tuned.h"]) == 0
+    text = (tmp_path / "tuned.h").read_text()
+    assert "#define TCOPY_INSTANCE tcopy<4>\n" in text
+    assert "#define TCOPY_SHARED_MEMORY 2048\n" in text
+    assert "#define VEC" not in text and "#define block_size_x 128\n" in text
+
+
+def test_a_header_of_a_triton_kernel_or_of_another_file_is_refused(tmp_path, capsys):
+    """A Triton kernel's configs are no defines: refused in one line naming the formats
+    that serve it, nothing written; a file the export did not write is not overwritten,
+    nor one holding another kernel's header."""
+    from tests.test_export_triton import study
+
+    store = study(tmp_path / "copy-fp32")
+    assert main(["export", str(store.root), "--format", "header"]) == 2
+    assert capsys.readouterr().err == (
+        "sweeper: kernel copy is not compiled CUDA C, so no #define compiles its configs "
+        "into a header; allowed: --format triton (a module of triton.Configs for "
+        "@triton.autotune), tuning (sweeper.tuned), csv, parquet or optuna\n")
+    assert not (store.root / "tuned.h").exists()
+    mine = tmp_path / "mine.h"
+    mine.write_text("#define X 1\n")
+    study(tmp_path / "cu", kernel="cuda", cuda_launch={
+        "source": str(COPY_CU), "entry": "copy", "template": None, "nvrtc_options": [],
+        "shared_memory": None})
+    assert main(["export", str(tmp_path / "cu"), "--format", "header", "-o", str(mine)]) == 2
+    assert "mine.h: not a header `sweeper export --format header` wrote" in \
+        capsys.readouterr().err
+    assert mine.read_text() == "#define X 1\n"
+
+
 # -- on a GPU ------------------------------------------------------------------------------
 
 @pytest.mark.gpu
@@ -423,6 +572,45 @@ def test_dynamic_shared_memory_launches_claims_past_48_kib_and_refuses_past_the_
                 for r in rows if r.get("kind") == "trial"}
     assert statuses == {(64, 4): "ok", (64, 64): "ok", (64, 512): "ok", (256, 4): "ok",
                         (256, 64): "ok", (256, 512): "out_of_resources"}, statuses
+    _the_winner_compiles_and_launches_as_exported(tmp_path, studies / "space")
+
+
+def _the_winner_compiles_and_launches_as_exported(folder: Path, study: Path) -> None:
+    """The study's winner, looked up (``cuda_launch()``) and compiled and launched by
+    CuPy as its docstring says, copies; the header, included by a kernel NVRTC compiles
+    for this GPU and the tuned problem, gives the same defines and launch."""
+    import cupy
+    import numpy
+
+    from sweeper.export_header import target_macro
+
+    tuning, header = folder / "tuning.json", folder / "tuned.h"
+    assert main(["export", str(study), "-o", str(tuning)]) == 0
+    assert main(["export", str(study), "--format", "header", "-o", str(header)]) == 0
+    cfg = sweeper.tuned(f"cuda:{folder / 'staged.cu'}:staged", dtype="float32",
+                        footprint="64KiB", path=tuning)
+    launch = cfg.cuda_launch()
+    module = cupy.RawModule(code=launch.source.read_text(), options=launch.options,
+                            name_expressions=[launch.name])
+    function = module.get_function(launch.name)
+    if launch.shared_mem > 48 * 1024:
+        function.max_dynamic_shared_size_bytes = launch.shared_mem
+    n = 65536 // 4
+    src = cupy.random.rand(n, dtype=cupy.float32)
+    dst = cupy.zeros_like(src)
+    function(launch.grid, launch.block, (dst, src, numpy.int64(n)),
+             shared_mem=launch.shared_mem)
+    cupy.testing.assert_array_equal(dst, src)
+    values = cupy.RawModule(code=f'#include "{header.name}"\n' + (
+        "extern \"C\" __global__ void tuned(long long *out) {\n"
+        "    out[0] = block_size_x; out[1] = TILE; out[2] = STAGED_GRID_X;\n"
+        "    out[3] = STAGED_SHARED_MEMORY; out[4] = STAGED_BLOCK_Y;\n}\n"),
+        options=(f"-I{folder}", f"-D{target_macro(torch.cuda.get_device_name(0))}",
+                 "-DPROBLEM_float32_n16384")).get_function("tuned")
+    out = cupy.zeros(5, dtype=cupy.int64)
+    values((1,), (1,), (out,))
+    assert out.tolist() == [launch.block[0], int(launch.defines["TILE"]), launch.grid[0],
+                            launch.shared_mem, 1]
 
 
 @pytest.mark.gpu

@@ -243,6 +243,30 @@ class CudaLaunch:
                    json.loads(options.get("nvrtc_options", "[]")),
                    options.get("shared_memory"))
 
+    def recorded(self) -> dict[str, Any]:
+        """What a study records of the launch (its ``cuda_launch``): what compiled and
+        launched each config beside the config itself, so that an export of its winners
+        (a C header) says it without importing the module that declares the kernel."""
+        return {"source": str(self.source), "entry": self.entry, "template": self.template,
+                "nvrtc_options": list(self.options), "shared_memory": self.shared_memory}
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any]) -> CudaLaunch | None:
+        """The launch a study recorded (:meth:`recorded`), or ``None`` where the record is
+        not one (a study file edited by hand)."""
+        text = (str, type(None))
+        try:
+            fields = (record["source"], record["entry"], record["template"],
+                      record["nvrtc_options"], record["shared_memory"])
+        except (KeyError, TypeError):
+            return None
+        source, entry, template, options, shared = fields
+        if not (isinstance(source, str) and isinstance(entry, str) and
+                isinstance(template, text) and isinstance(shared, text) and
+                isinstance(options, list) and all(isinstance(o, str) for o in options)):
+            return None
+        return cls(Path(source), entry, (), template, "", options, shared)
+
     def files(self) -> dict[Path, bytes]:
         """The source's and its includes' bytes (:func:`~sweeper.kernels._cuda_spec.
         sources`), read once and kept while each file's modification time and size stay
