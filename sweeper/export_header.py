@@ -36,6 +36,7 @@ from sweeper.core._spelling import option
 from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
+    data_line,
     kernel_declared,
     measured_source,
     output_file,
@@ -275,20 +276,12 @@ def _comment(text: str) -> str:
 
 def _existing(target: Path) -> dict[str, Any] | None:
     """The data of the header at ``target`` if this module wrote it, ``None`` when there
-    is no file; any other file is refused rather than overwritten."""
-    if not target.exists():
+    is no file; any other file is refused rather than overwritten (:func:`data_line`)."""
+    line = data_line(target, MARKER, DATA_PREFIX, "header `sweeper export --format header`")
+    if line is None:
         return None
     try:
-        text = target.read_bytes().decode(errors="replace")
-    except OSError as err:
-        raise SweeperError(f"{target}: cannot read it to add this study to it: "
-                           f"{err.strerror or err}; give another -o") from None
-    line = next((x for x in text.splitlines() if x.startswith(DATA_PREFIX)), None)
-    if not text.startswith(MARKER) or line is None:
-        raise SweeperError(f"{target}: not a header `sweeper export --format header` wrote "
-                           f"(its first line would be {MARKER!r}); give another -o")
-    try:
-        data: dict[str, Any] = json.loads(line[len(DATA_PREFIX):])
+        data: dict[str, Any] = json.loads(line)
         if not isinstance(data, dict) or not isinstance(data.get("gpus"), dict):
             raise ValueError("no GPUs")
     except ValueError as err:

@@ -65,6 +65,7 @@ from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
     asked_of,
+    data_line,
     footprint_rule,
     kernel_declared,
     measured_source,
@@ -222,20 +223,12 @@ def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError) -> Non
 
 def _existing(target: Path) -> dict[str, Any] | None:
     """The data of the module at ``target`` if this function wrote it, ``None`` when there
-    is no file; any other file is refused rather than overwritten."""
-    if not target.exists():
+    is no file; any other file is refused rather than overwritten (:func:`data_line`)."""
+    line = data_line(target, MARKER, DATA_PREFIX, "module `sweeper export --format triton`")
+    if line is None:
         return None
     try:
-        text = target.read_bytes().decode(errors="replace")
-    except OSError as err:
-        raise SweeperError(f"{target}: cannot read it to add this study to it: "
-                           f"{err.strerror or err}; give another -o") from None
-    line = next((x for x in text.splitlines() if x.startswith(DATA_PREFIX)), None)
-    if not text.startswith(MARKER) or line is None:
-        raise SweeperError(f"{target}: not a module `sweeper export --format triton` wrote "
-                           f"(its first line would be {MARKER!r}); give another -o")
-    try:
-        data: dict[str, Any] = json.loads(ast.literal_eval(line[len(DATA_PREFIX):-1]))
+        data: dict[str, Any] = json.loads(ast.literal_eval(line[:-1]))
     except (ValueError, SyntaxError) as err:
         raise SweeperError(f"{target}: its _DATA line cannot be read ({err}); "
                            "delete the file and export again") from None
