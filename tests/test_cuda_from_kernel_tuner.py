@@ -617,7 +617,7 @@ def _the_winner_compiles_and_launches_as_exported(folder: Path, study: Path) -> 
 def test_an_unchecked_scratch_output_runs_on_the_gpu_and_the_checked_one_is_compared(
         tmp_path, monkeypatch):
     """``check: [dst]``: the kernel's scratch output, which ``torch:clone`` does not
-    compute, is not compared, and every config verifies; a planted wrong ``dst`` is still
+    compute, is not compared, and the config verifies; a planted wrong ``dst`` is still
     caught."""
     from sweeper.devices import open_device
     from sweeper.trial import TrialStatus, run_trial
