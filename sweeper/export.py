@@ -76,6 +76,25 @@ def output_file(store: Storage, path: str | Path) -> Path:
     return target
 
 
+def data_line(target: Path, marker: str, prefix: str, what: str) -> str | None:
+    """The data an export that merges into its file (``what``: ``module `sweeper export
+    --format triton```) keeps on one line of it, what follows ``prefix``; ``None`` where
+    there is no file yet.  A file whose first line is not ``marker`` is another's and is
+    refused, never overwritten, as is one that cannot be read."""
+    if not target.exists():
+        return None
+    try:
+        text = target.read_bytes().decode(errors="replace")
+    except OSError as err:
+        raise SweeperError(f"{target}: cannot read it to add this study to it: "
+                           f"{err.strerror or err}; give another -o") from None
+    line = next((x for x in text.splitlines() if x.startswith(prefix)), None)
+    if not text.startswith(marker) or line is None:
+        raise SweeperError(f"{target}: not a {what} wrote (its first line would be "
+                           f"{marker!r}); give another -o")
+    return line[len(prefix):]
+
+
 class StudyWinners(NamedTuple):
     """What a study ends with: its metadata, its trials, the pick of each problem (a
     problem measured cold and warm: the cold one's) and the problems whose finals have

@@ -43,7 +43,8 @@ gone, or no longer defining it) is exported from the ``key`` and footprint rule 
 study kept (an autotuned kernel's study does), else refused (:func:`refuse_unfound`):
 they would come from that source.  A kernel that launches no Triton function whose
 ``@triton.autotune`` could take its winners is refused (:func:`refuse_not_triton`):
-compiled CUDA C, and ``torch-op``, a library op, whose tuning entries (``--format
+compiled CUDA C, whose winners a C header (``--format header``) and a lookup's
+``cuda_launch()`` give, and ``torch-op``, a library op, whose tuning entries (``--format
 tuning``) keep the options it is built from instead.
 """
 
@@ -65,6 +66,7 @@ from sweeper.errors import SweeperError
 from sweeper.export import (
     StudyWinners,
     asked_of,
+    data_line,
     footprint_rule,
     kernel_declared,
     measured_source,
@@ -221,9 +223,13 @@ def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError) -> Non
 
     if isinstance(declared, SweeperError):
         return                         # a declaration that cannot be read: taken as Triton's
-    why = ("is compiled CUDA C, not a Triton kernel: its configs cannot feed "
-           "@triton.autotune" if getattr(declared, "needs_gpu", False) else
-           getattr(declared, "no_triton_function", ""))
+    if getattr(declared, "needs_gpu", False):
+        raise SweeperError(f"kernel {kernel} is compiled CUDA C, not a Triton kernel: its "
+                           "configs cannot feed @triton.autotune; allowed: "
+                           f"{option('format')} header (a C header of #defines), tuning "
+                           "(sweeper.tuned(...).cuda_launch(): the launch for cupy), csv, "
+                           "parquet or optuna")
+    why = getattr(declared, "no_triton_function", "")
     if why:
         raise SweeperError(f"kernel {kernel} {why}; allowed: {option('format')} tuning "
                            "(sweeper.tuned), csv, parquet or optuna")
@@ -231,20 +237,12 @@ def refuse_not_triton(kernel: str, declared: type[Kernel] | SweeperError) -> Non
 
 def _existing(target: Path) -> dict[str, Any] | None:
     """The data of the module at ``target`` if this function wrote it, ``None`` when there
-    is no file; any other file is refused rather than overwritten."""
-    if not target.exists():
+    is no file; any other file is refused rather than overwritten (:func:`data_line`)."""
+    line = data_line(target, MARKER, DATA_PREFIX, "module `sweeper export --format triton`")
+    if line is None:
         return None
     try:
-        text = target.read_bytes().decode(errors="replace")
-    except OSError as err:
-        raise SweeperError(f"{target}: cannot read it to add this study to it: "
-                           f"{err.strerror or err}; give another -o") from None
-    line = next((x for x in text.splitlines() if x.startswith(DATA_PREFIX)), None)
-    if not text.startswith(MARKER) or line is None:
-        raise SweeperError(f"{target}: not a module `sweeper export --format triton` wrote "
-                           f"(its first line would be {MARKER!r}); give another -o")
-    try:
-        data: dict[str, Any] = json.loads(ast.literal_eval(line[len(DATA_PREFIX):-1]))
+        data: dict[str, Any] = json.loads(ast.literal_eval(line[:-1]))
     except (ValueError, SyntaxError) as err:
         raise SweeperError(f"{target}: its _DATA line cannot be read ({err}); "
                            "delete the file and export again") from None

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.core._model import CACHE_MODES, MAX_GRID_YZ
 from sweeper.core._spelling import entry
@@ -31,16 +31,30 @@ from sweeper.errors import (
     TuningWarning,
     user_stacklevel,
 )
+from sweeper.escape import cut
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
-from sweeper.space import DTYPES, Problem, evaluate, format_size, parse, parse_size, show_dims
+from sweeper.space import (
+    DTYPES,
+    Config,
+    Problem,
+    evaluate,
+    format_size,
+    parse,
+    parse_size,
+    show_dims,
+)
 from sweeper.tuning import (
     MAX_GRID,
+    LaunchConfig,
     TopConfig,
     TuningEntry,
     entry_name,
     read_tuning,
     tuning_path,
 )
+
+if TYPE_CHECKING:
+    from sweeper.kernels._cuda_build import CudaLaunch, TunedLaunch
 
 
 @dataclass(frozen=True)
@@ -75,6 +89,45 @@ class TunedConfig(TuningEntry):
     #: the tuned problem's top configs, or the bracketing tuned problems' for a shape that
     #: was not tuned); just this one from a file written without top configs
     candidates: tuple[Candidate, ...] = ()
+    #: the problem asked for (its footprint 0 where asked by dimensions its entry cannot
+    #: size), which :meth:`cuda_launch` launches
+    asked: Problem | None = None
+
+    def cuda_launch(self, config: LaunchConfig | None = None, *,
+                    launch: CudaLaunch | None = None) -> TunedLaunch:
+        """This config of a CUDA C kernel (or ``config``, one of its :attr:`candidates`)
+        as a program of its own compiles and launches it for the problem asked
+        (:class:`~sweeper.kernels._cuda_build.TunedLaunch`: the name to compile and look
+        up, NVRTC's options with each define, the grid and block in x, y and z, the
+        dynamic shared memory), as sweeper compiled and launched it.  A space's ``cuda``
+        kernel is built from the options its entry keeps; a ``sweeper.cuda`` kernel
+        declared in Python is given by ``launch``, the ``sweeper.cuda(...)`` it was
+        declared with (its template, options and shared memory are its, not the
+        tuning file's)."""
+        from sweeper.kernels._cuda_build import CudaLaunch
+
+        if launch is None and self.kernel == "cuda" and self.kernel_options:
+            launch = CudaLaunch.of_options(self.kernel_options, "")
+        if not isinstance(launch, CudaLaunch):
+            given = "" if launch is None else f"; launch={cut(repr(launch), 60)} is none"
+            raise SweeperError(
+                f"{self.name}: cuda_launch() is the launch of a CUDA C kernel, which a "
+                f"space's cuda kernel's entry keeps{given}; allowed: for a sweeper.cuda "
+                "kernel, launch= the sweeper.cuda(...) it is declared with; a Triton "
+                "kernel launches with grid, num_warps and meta (launch_options())")
+        chosen = self if config is None else config
+        if config is not None and config not in (self, *self.candidates):
+            raise SweeperError(f"{self.name}: cuda_launch(config): {cut(repr(config), 80)} "
+                               "is none of this lookup's candidates; allowed: one of "
+                               ".candidates, or none for the tuned config")
+        asked = self.asked or Problem(self.dtype, self.footprint, tuple(self.dims.items()))
+        grid, grid_y, grid_z = (int(getattr(chosen, k, 1)) for k in ("grid", "grid_y", "grid_z"))
+        try:
+            return launch.tuned_launch(Config(problem=asked, grid=grid, block=chosen.block,
+                                              meta=dict(chosen.meta), grid_y=grid_y,
+                                              grid_z=grid_z))
+        except ValueError as err:
+            raise SweeperError(f"{self.name}: {err}") from None
 
 
 #: How to tune a kernel's source as it is now, for a warning that its winners are stale:
@@ -189,6 +242,8 @@ class Tuning:
                **self._grids(index, entry, dtype, footprint, dims)},
             distance=near.distance, far=near.far, by_architecture=matched.by_architecture,
             stale=stale is not None,
+            asked=Problem(dtype, self._footprint(entry, dtype, footprint, dims) or 0,
+                          tuple((dims or {}).items())),
             candidates=tuple(Candidate(t.grid_expr, t.block, dict(t.meta), t.slowdown,
                                        grid_y_expr=t.grid_y_expr, grid_z_expr=t.grid_z_expr,
                                        **self._grids(i, t, dtype, footprint, dims))
@@ -336,15 +391,9 @@ class Tuning:
                  v is not None}
         env: dict[str, int] = {**facts, "itemsize": DTYPES[dtype], **(dims or {}),
                                "block": config.block, **config.meta}
-        if footprint is not None:
-            env.update(footprint=footprint, n=footprint // DTYPES[dtype])
-        elif dims is not None and dict(dims) == entry.dims:
-            env.update(footprint=entry.footprint,
-                       n=dims.get("n", entry.footprint // DTYPES[dtype]))
-        elif dims is not None and entry.footprint_expr is not None:
-            # at dimensions not tuned, the footprint the kernel's own rule gives there
-            size = int(evaluate(parse(entry.footprint_expr), {**dims, "itemsize": DTYPES[dtype]}))
-            env.update(footprint=size, n=dims.get("n", size // DTYPES[dtype]))
+        size = self._footprint(entry, dtype, footprint, dims)
+        if size is not None:
+            env.update(footprint=size, n=(dims or {}).get("n", size // DTYPES[dtype]))
         asked = format_size(footprint) if footprint is not None else show_dims(dims or {})
 
         def refused(message: str) -> TuningFileError:
@@ -382,6 +431,23 @@ class Tuning:
                               f"{'programs' if axis == 'grid' else 'blocks'} at {asked}; "
                               f"{allowed}")
         return grids
+
+
+    @staticmethod
+    def _footprint(entry: TuningEntry, dtype: str, footprint: int | None,
+                   dims: Mapping[str, int] | None) -> int | None:
+        """The footprint of the problem asked for: as given, the entry's own where asked at
+        its dimensions, else the kernel's footprint rule at the dimensions asked (the
+        entry's ``footprint_expr``); ``None`` where none of them tells it."""
+        if footprint is not None:
+            return footprint
+        if dims is not None and dict(dims) == entry.dims:
+            return entry.footprint
+        if dims is not None and entry.footprint_expr is not None:
+            # at dimensions not tuned, the footprint the kernel's own rule gives there
+            return int(evaluate(parse(entry.footprint_expr),
+                                {**dims, "itemsize": DTYPES[dtype]}))
+        return None
 
 
 def _ident(config: TopConfig) -> str:

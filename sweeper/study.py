@@ -626,7 +626,9 @@ def resumed_with(space: Space, kernel: Kernel, device: Device, wanted: Mapping[s
     includes), device note (a replay's names its table), space (with its kernel's
     footprint rule, which an export keeps) and measurement, so that the next run is
     checked against them, and the key of the autotuner ``kernel`` is declared with as
-    this run imported it (``None``: it has none), which a triton export keys on.
+    this run imported it (``None``: it has none), which a triton export keys on, and how
+    a CUDA C kernel's configs compile and launch (``cuda_launch``), which a header export
+    writes.
     A resume is allowed where they match or with ``--force``, which so adopts the new
     settings: the same command run again resumes without it (what it changed is kept in
     ``forced``)."""
@@ -637,9 +639,16 @@ def resumed_with(space: Space, kernel: Kernel, device: Device, wanted: Mapping[s
             "space_folder": space.folder, "space_text": space.text,
             "space_sha256": space.sha256, "footprint_rule": space.shape.footprint.text,
             "autotune_key": None if getattr(kernel, "autotune_params", None) is None else
-            list(getattr(kernel, "autotune_key", ())),
+            list(getattr(kernel, "autotune_key", ())), "cuda_launch": _launch_record(kernel),
             "measure": vars(spec), "measure_requested": vars(space.measure),
             "measure_text": spec.describe()}
+
+
+def _launch_record(kernel: Kernel) -> dict[str, Any] | None:
+    """What ``kernel``'s launch records of itself, where it is one that does (a CUDA C
+    launch: :meth:`~sweeper.kernels._cuda_build.CudaLaunch.recorded`), else ``None``."""
+    record = getattr(getattr(getattr(kernel, "plan", None), "launch", None), "recorded", None)
+    return record() if callable(record) else None
 
 
 def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, force: bool,

@@ -217,8 +217,8 @@ def test_a_cuda_c_kernels_study_is_refused_and_nothing_written(tmp_path, capsys)
     assert main(["export", str(tmp_path / "cu"), "--format", "triton"]) == 2
     assert capsys.readouterr().err == (
         "sweeper: kernel cuda is compiled CUDA C, not a Triton kernel: its configs cannot "
-        "feed @triton.autotune; allowed: --format tuning (sweeper.tuned), csv, parquet or "
-        "optuna\n")
+        "feed @triton.autotune; allowed: --format header (a C header of #defines), tuning "
+        "(sweeper.tuned(...).cuda_launch(): the launch for cupy), csv, parquet or optuna\n")
     assert not (tmp_path / "cu" / "tuned_configs.py").exists()
 
 

@@ -294,7 +294,7 @@ def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_p
     with pytest.raises(sweeper.SweeperError) as err:
         mixed.export(tmp_path / "x", format="xlsx")
     assert str(err.value) == ("format 'xlsx' is unknown; allowed: tuning, csv, parquet, "
-                              "triton, optuna")
+                              "triton, header, optuna")
     for typed, meant in (("cvs", "csv"), ("CSV", "csv"), ("Parquet", "parquet")):
         with pytest.raises(sweeper.SweeperError, match=f"; did you mean '{meant}'\\?$"):
             mixed.export(tmp_path / "x", format=typed)

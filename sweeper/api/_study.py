@@ -164,6 +164,8 @@ class Study:
         launches that file too.  ``csv``: a replay table (default ``STUDY/replay.csv``);
         ``parquet``: every trial with its raw samples (``STUDY/trials.parquet``);
         ``triton``: a module of Triton configs (``STUDY/tuned_configs.py``);
+        ``header``: a CUDA C kernel's winners as a C header of ``#define``s
+        (``STUDY/tuned.h``);
         ``optuna``: an Optuna study in the storage ``target`` names (``sqlite:///FILE.db``
         or a journal file), refused when it holds one of this name already unless
         ``replace``.  Errors name the keywords (``target``, ``replace=True``), not

@@ -1,4 +1,5 @@
-"""A study in other tools' formats: pandas tables, a replay CSV, Parquet, an Optuna study.
+"""A study in other tools' formats: pandas tables, a replay CSV, Parquet, an Optuna study, a
+Triton module and a C header of its winners.
 
 :data:`FORMATS` is the table ``sweeper export --format`` and :meth:`Study.export
 <sweeper.api.Study.export>` dispatch through: a format's name, the function that writes
@@ -52,6 +53,9 @@ FORMATS: dict[str, Format] = {
     "triton": Format("sweeper.interop._files:write_triton",
                      "a Python module of triton.Configs, key and grid, per GPU (default "
                      "path: STUDY/tuned_configs.py)"),
+    "header": Format("sweeper.interop._files:write_header",
+                     "a CUDA C kernel's winners as a C header of #defines, per GPU and "
+                     "problem (default path: STUDY/tuned.h)"),
     "optuna": Format("sweeper.interop._optuna:write_optuna",
                      "an Optuna study in --to (sqlite:///FILE.db, or a journal file "
                      "path), for optuna.load_study and optuna-dashboard", storage=True),

@@ -1,6 +1,7 @@
-"""``--format csv`` and ``--format triton``: the study as a replay table
-(:func:`sweeper.export.export_csv`), and its winners as an importable module of
-``triton.Config`` objects (:func:`sweeper.export_triton.export_triton`)."""
+"""``--format csv``, ``--format triton`` and ``--format header``: the study as a replay
+table (:func:`sweeper.export.export_csv`), and its winners as an importable module of
+``triton.Config`` objects (:func:`sweeper.export_triton.export_triton`) or a CUDA C
+kernel's as a C header of ``#define``s (:func:`sweeper.export_header.export_header`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from sweeper.core._spelling import given
 from sweeper.core._units import counted
 from sweeper.export import export_csv
+from sweeper.export_header import export_header, target_macro
 from sweeper.export_triton import export_module
 from sweeper.interop import Written
 from sweeper.outcome import killed_from_outside
@@ -59,6 +61,22 @@ def write_triton(store: StudyStore, target: str | None, *, replace: bool = False
         f"; the sweep's best for now at {', '.join(unfinished)}: {UNFINISHED}"
     return Written(path, f"wrote {wrote} to {path} ({_import_it(path)}; configs(k=4) "
                    f"feeds @triton.autotune){kept}{later}{f'; {note}' if note else ''}")
+
+
+def write_header(store: StudyStore, target: str | None, *, replace: bool = False) -> Written:
+    """A CUDA C kernel's winners, each GPU's and problem's, as a C header of ``#define``s
+    (default path: STUDY/tuned.h); another GPU's study adds its section to the same file,
+    another study of the same GPU its winners for the problems it measured (``replace``
+    changes nothing).  Its line says how a build picks a config, and names the problems
+    whose winner is the sweep's best for now, their finals not run yet."""
+    written = export_header(store, target or store.root / "tuned.h")
+    mine = [w for w in written.section["winners"] if w["study"] == store.study_meta().study]
+    later = "" if not written.unfinished else \
+        f"; the sweep's best for now at {', '.join(written.unfinished)}: {UNFINISHED}"
+    return Written(written.path, f"wrote {counted(len(mine), 'winner')} of "
+                   f"{written.gpu} to {written.path} (#include it; compile with "
+                   f"-D{target_macro(written.gpu)}, and -DPROBLEM_... for a problem's "
+                   f"winner){later}")
 
 
 def _import_it(path: Path) -> str:

@@ -23,18 +23,22 @@ cache).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sweeper.ceilings import cache_root
-from sweeper.core import THREAD_BLOCKS, Config
+from sweeper.core import THREAD_BLOCKS, Config, Expr, evaluate, format_size, parse
+from sweeper.core._units import unknown_name
+from sweeper.errors import ExpressionError
 from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import (
+    BLOCK_DEFINE,
     EXTENT_DEFINES,
     Arg,
     absent_includes,
@@ -57,6 +61,13 @@ class CompilationError(Exception):
     the one :func:`sweeper.trial.classify` records as ``compile_error``."""
 
 
+class OutOfResources(Exception):
+    """A launch asks a block for more than the GPU gives one (its dynamic shared memory,
+    with the kernel's static, past the block's limit): the config's trial is recorded as
+    ``out_of_resources`` (:func:`sweeper.trial.classify` reads the name) with this
+    reason, and the sweep goes on."""
+
+
 @dataclass(frozen=True)
 class Compiled:
     """A compiled kernel: where its cubin is cached (``None``: it could not be), the name
@@ -66,6 +77,37 @@ class Compiled:
     path: Path | None
     lowered: str
     cubin: bytes = field(repr=False)
+
+
+class TunedLaunch(NamedTuple):
+    """A config of a CUDA C kernel as a program of its own compiles and launches it, the
+    way sweeper did (:meth:`CudaLaunch.tuned_launch`); with CuPy::
+
+        module = cupy.RawModule(code=launch.source.read_text(), options=launch.options,
+                                name_expressions=[launch.name])
+        module.get_function(launch.name)(launch.grid, launch.block, args,
+                                         shared_mem=launch.shared_mem)
+
+    (a ``shared_mem`` past 48 KiB needs the function's ``max_dynamic_shared_size_bytes``
+    raised to it first)."""
+
+    #: the entry, or its template's instantiation (``copy<4, 2>``): what NVRTC is asked to
+    #: name (``name_expressions``) and the function is looked up by
+    name: str
+    #: the ``.cu`` file compiled
+    source: Path
+    #: the NVRTC options of its compile: each define (``-DNAME=value``), the kernel's own
+    #: ``nvrtc_options``, the source's folder (``-I``, where its headers are) and the
+    #: language (``-std=c++17``)
+    options: tuple[str, ...]
+    #: the defines by name (``block_size_x``, ``block_size_y``, ``block_size_z``, each
+    #: meta-parameter the template does not pass, ``DTYPE``)
+    defines: dict[str, str]
+    #: the grid and the block, each in x, y and z (:func:`launch_dims`)
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    #: the dynamic shared memory of each block, in bytes (:meth:`CudaLaunch.shared_bytes`)
+    shared_mem: int
 
 
 class Compiler(Protocol):
@@ -159,18 +201,25 @@ class CudaLaunch:
     dimensions (:func:`launch_dims`), on torch's current stream; compiled per config's
     defines, and with ``options`` (NVRTC options every compile adds, Kernel Tuner's
     ``compiler_options``), on first use (cached on disk) and kept loaded for the process.
-    ``module`` names the module that declares it, whose source identifies the kernel's
-    version in a study."""
+    ``shared_memory``: the dynamic shared memory each block is launched with, in bytes,
+    an expression of the config (:func:`shared_memory_env`: Kernel Tuner's
+    ``smem_args``); none without it.  ``module`` names the module that declares it, whose
+    source identifies the kernel's version in a study."""
 
     needs_gpu = True
     #: a CUDA C block: any count of threads a launch takes, not warps
     launch_shape = THREAD_BLOCKS
 
     def __init__(self, source: Path, entry: str, args: Sequence[str],
-                 template: str | None, module: str, options: Sequence[str] = ()) -> None:
+                 template: str | None, module: str, options: Sequence[str] = (),
+                 shared_memory: str | None = None) -> None:
         self.source, self.entry, self.template = source, entry, template
         self.raw_args = tuple(args)
         self.options = tuple(options)
+        self.shared_memory = shared_memory
+        #: the (config's defines, bytes) whose dynamic shared memory a launch has checked
+        #: against the GPU's limit, and claimed past the 48 KiB a block has unasked
+        self._claimed: set[tuple[tuple[str, tuple[str, ...]], int]] = set()
         self.__name__ = entry
         self.__module__ = module
         #: the compiler (``None``: NVRTC, made on first use) and the loaded functions
@@ -187,10 +236,36 @@ class CudaLaunch:
     @classmethod
     def of_options(cls, options: Mapping[str, str], module: str) -> CudaLaunch:
         """The launch a space's ``cuda`` kernel options declare (``source``, ``entry``,
-        ``args``, ``template``, ``nvrtc_options``), declared in ``module``."""
+        ``args``, ``template``, ``nvrtc_options``, ``shared_memory``), declared in
+        ``module``."""
         return cls(Path(options["source"]), options["entry"],
                    json.loads(options.get("args", "[]")), options.get("template"), module,
-                   json.loads(options.get("nvrtc_options", "[]")))
+                   json.loads(options.get("nvrtc_options", "[]")),
+                   options.get("shared_memory"))
+
+    def recorded(self) -> dict[str, Any]:
+        """What a study records of the launch (its ``cuda_launch``): what compiled and
+        launched each config beside the config itself, so that an export of its winners
+        (a C header) says it without importing the module that declares the kernel."""
+        return {"source": str(self.source), "entry": self.entry, "template": self.template,
+                "nvrtc_options": list(self.options), "shared_memory": self.shared_memory}
+
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any]) -> CudaLaunch | None:
+        """The launch a study recorded (:meth:`recorded`), or ``None`` where the record is
+        not one (a study file edited by hand)."""
+        text = (str, type(None))
+        try:
+            fields = (record["source"], record["entry"], record["template"],
+                      record["nvrtc_options"], record["shared_memory"])
+        except (KeyError, TypeError):
+            return None
+        source, entry, template, options, shared = fields
+        if not (isinstance(source, str) and isinstance(entry, str) and
+                isinstance(template, text) and isinstance(shared, text) and
+                isinstance(options, list) and all(isinstance(o, str) for o in options)):
+            return None
+        return cls(Path(source), entry, (), template, "", options, shared)
 
     def files(self) -> dict[Path, bytes]:
         """The source's and its includes' bytes (:func:`~sweeper.kernels._cuda_spec.
@@ -262,6 +337,59 @@ class CudaLaunch:
         found = int_overflow(self.raw_args, values)
         return None if found is None else ("args", found[1])
 
+    @functools.cached_property
+    def shared_expr(self) -> Expr | None:
+        """The ``shared_memory`` expression parsed (``None``: the launch has none); an
+        :class:`~sweeper.errors.ExpressionError` where it is none
+        (:meth:`shared_memory_problem` says so as the kernel is declared)."""
+        return None if self.shared_memory is None else parse(str(self.shared_memory))
+
+    def shared_memory_problem(self, dims: Sequence[str], meta: Sequence[str]
+                              ) -> str | None:
+        """Why the ``shared_memory`` expression cannot give a config's bytes, or ``None``:
+        it does not parse, or reads a name that is none of the dimensions ``dims``,
+        ``itemsize``, the meta-parameters ``meta``, the block (``block``, Kernel Tuner's
+        ``block_size_x``) or its extents in y and z (``block_size_y``, ``block_size_z``:
+        1 where not swept).  Asked as the kernel is declared, so a misspelt name never
+        waits for a launch."""
+        try:
+            expr = self.shared_expr
+        except ExpressionError as err:
+            return str(err)
+        return None if expr is None else \
+            unknown_name(expr, [*dims, "itemsize", *SHARED_LAUNCH_NAMES, *meta])
+
+    def shared_bytes(self, config: Config) -> int:
+        """The dynamic shared memory ``config`` launches each block with, in bytes (0
+        without a ``shared_memory`` expression); a ``ValueError`` where the expression
+        gives no count of bytes there (a negative one, a division by zero)."""
+        expr = self.shared_expr
+        if expr is None:
+            return 0
+        try:
+            value = evaluate(expr, shared_memory_env(config))
+        except ExpressionError as err:
+            raise ValueError(f"shared_memory: {err}") from None
+        if type(value) is not int or value < 0:
+            raise ValueError(f"shared_memory {expr.text!r} gives {value} bytes at this "
+                             "config; allowed: a count of bytes, 0 or more")
+        return value
+
+    def tuned_launch(self, config: Config) -> TunedLaunch:
+        """``config`` as a program of its own compiles and launches it: the defines and
+        options each compile of it took, its grid and blocks and its shared memory, as
+        :meth:`__call__` launches it (``ValueError`` where its ``shared_memory`` gives no
+        bytes there)."""
+        name, options = _defines(self, config)
+        grid, block = launch_dims(config)
+        defines = {}
+        for option in options[:len(options) - len(self.options)]:       # -DNAME=value
+            define, _, value = option.removeprefix("-D").partition("=")
+            defines[define] = value
+        folder = self.source.resolve().parent
+        return TunedLaunch(name, self.source, (*options, f"-I{folder}", "-std=c++17"),
+                           defines, grid, block, self.shared_bytes(config))
+
     @property
     def reads(self) -> frozenset[str]:
         """The axes the arguments' values come from: each name passed, and ``footprint``
@@ -281,11 +409,14 @@ class CudaLaunch:
 
     def kernel_source(self) -> str:
         """The source and every file it includes (:meth:`files`), the entry, the
-        arguments and the NVRTC options where it has any: what a study's source hash
-        covers (a kernel without options hashes as it did before they were taken)."""
+        arguments, and the NVRTC options and shared memory where it has them: what a
+        study's source hash covers (a kernel without them hashes as it did before they
+        were taken)."""
         files = self.files()
         if self._kernel_source is None:
             given = f", nvrtc_options {list(self.options)}" if self.options else ""
+            if self.shared_memory is not None:
+                given += f", shared_memory {self.shared_memory!r}"
             self._kernel_source = "".join(
                 f"// {p.name}\n{data.decode(errors='replace')}\n" for p, data in files.items()
             ) + f"// entry {self.template or self.entry}, args {list(self.raw_args)}{given}\n"
@@ -293,8 +424,11 @@ class CudaLaunch:
 
     def __call__(self, config: Config, **tensors: Any) -> None:
         """Compile (or find) the function for ``config``'s defines and launch it on
-        torch's current stream, its grid and blocks :func:`launch_dims`'s."""
+        torch's current stream, its grid and blocks :func:`launch_dims`'s, each block
+        with the dynamic shared memory :meth:`shared_bytes` gives; more than the GPU
+        gives a block is :class:`OutOfResources`, raised before the launch."""
         meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
+        shared = self.shared_bytes(config)
         key = _defines(self, config)
         if key not in self.loaded:
             # the tensors checked before anything compiles; once a config, not each launch
@@ -312,9 +446,14 @@ class CudaLaunch:
         import torch
 
         device = next(iter(tensors.values())).device
-        with cupy.cuda.Device(device.index or 0), \
-                cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
-            self.loaded[key](*launch_dims(config), tuple(values))
+        function, gpu = self.loaded[key], cupy.cuda.Device(device.index or 0)
+        with gpu, cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
+            if shared and (key, shared) not in self._claimed:
+                claim_shared_memory(function, shared,
+                                    gpu.attributes["MaxSharedMemoryPerBlockOptin"],
+                                    str(self.shared_memory))
+                self._claimed.add((key, shared))
+            function(*launch_dims(config), tuple(values), shared_mem=shared)
 
 
 def precompile(cuda: CudaLaunch, config: Config) -> Compiled:
@@ -335,6 +474,45 @@ def launch_dims(config: Config) -> tuple[tuple[int, int, int], tuple[int, int, i
     is compiled for is the block it runs in."""
     by, bz = (int(config.meta.get(name, 1)) for name in EXTENT_DEFINES)
     return (config.grid, config.grid_y, config.grid_z), (config.block, by, bz)
+
+
+#: The names a ``shared_memory`` expression reads of the launch: the block, as sweeper and
+#: as Kernel Tuner name it, and its extents in y and z.
+SHARED_LAUNCH_NAMES = ("block", BLOCK_DEFINE, *EXTENT_DEFINES)
+
+
+def shared_memory_env(config: Config) -> dict[str, int]:
+    """What a ``shared_memory`` expression reads at ``config``: the problem's dimensions
+    (and ``n``), ``itemsize``, the meta-parameters, the block as ``block`` and
+    ``block_size_x``, and ``block_size_y`` and ``block_size_z`` (1 where not swept, as
+    each compile defines them): the names Kernel Tuner's ``smem_args`` size reads of a
+    config's parameters."""
+    problem = config.problem
+    env = {**dict(problem.dims), "n": problem.n, "itemsize": problem.itemsize,
+           **{name: 1 for name in EXTENT_DEFINES}, **dict(config.meta)}
+    env.update(block=config.block, **{BLOCK_DEFINE: config.block})
+    return env
+
+
+def claim_shared_memory(function: Any, size: int, limit: int, written: str) -> None:
+    """Let ``function`` (a loaded CUDA function: its ``shared_size_bytes`` static, its
+    ``max_dynamic_shared_size_bytes`` settable) launch blocks of ``size`` bytes of
+    dynamic shared memory, ``limit`` being the most a block of the GPU may have in all
+    (``MaxSharedMemoryPerBlockOptin``): past the 48 KiB a block has unasked, its maximum
+    is raised to ``size``, as a CUDA program asks with ``cudaFuncSetAttribute``; past
+    ``limit`` with its static memory, :class:`OutOfResources` says so (``written``: the
+    expression, as the space wrote it), before anything is launched."""
+    static = int(function.shared_size_bytes)
+    if static + size > limit:
+        asked = f"{size} B ({format_size(size)}) of dynamic shared memory"
+        beside = f" beside the kernel's {static} B static" if static else ""
+        raise OutOfResources(
+            f"shared_memory {written!r} asks each block for {asked}{beside}, more than the "
+            f"{limit} B ({format_size(limit)}) a block of this GPU may have "
+            f"(MaxSharedMemoryPerBlockOptin); allowed: configs whose shared_memory is at "
+            f"most {max(limit - static, 0)} B")
+    if size > int(function.max_dynamic_shared_size_bytes):
+        function.max_dynamic_shared_size_bytes = size
 
 
 def _stamps(files: Mapping[Path, bytes]) -> dict[Path, tuple[int, int]]:

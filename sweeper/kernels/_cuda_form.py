@@ -66,6 +66,7 @@ from sweeper.kernels._short_form import (
     Declaration,
     _counted,
     cannot_take_config,
+    check_problem,
     tolerance_pair,
 )
 from sweeper.kernels._tensors import TensorSpec, output_specs, tensor_spec
@@ -79,18 +80,23 @@ DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 #: The options that hold a mapping or list (kept as JSON text), and what each must be.
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict,
-    "nvrtc_options": list}
+    "nvrtc_options": list, "check": list}
 
 
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
-         template: str | None = None, nvrtc_options: Sequence[str] = ()) -> CudaLaunch:
+         template: str | None = None, nvrtc_options: Sequence[str] = (),
+         shared_memory: str | int | None = None) -> CudaLaunch:
     """The launch of a CUDA C/C++ kernel, for :func:`sweeper.kernel`: ``source`` (relative
     to the calling module's folder; in a REPL or notebook, the current one), ``entry``
     the ``__global__`` function, ``args`` its arguments in order (tensors by name,
     dimensions and meta-parameters by name, numbers; a scalar typed as ``n:int64``,
     default int32 or float32), ``template`` an instantiation of ``entry`` such as
     ``"copy<{VEC}>"``, ``nvrtc_options`` NVRTC options every compile adds
-    (``["-use_fast_math"]``: Kernel Tuner's ``compiler_options``).
+    (``["-use_fast_math"]``: Kernel Tuner's ``compiler_options``), ``shared_memory`` the
+    dynamic shared memory each block is launched with, in bytes: an expression over the
+    dimensions, ``itemsize``, the meta-parameters, ``block`` (or ``block_size_x``),
+    ``block_size_y`` and ``block_size_z`` (``"block_size_x * TILE * 4"``: Kernel Tuner's
+    ``smem_args``), its names checked as :func:`sweeper.kernel` declares the kernel.
     Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
     ``-DDTYPE``."""
     caller = sys._getframe(1).f_globals
@@ -104,8 +110,17 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     if wrong is not None:
         at = "" if wrong[0] is None else f"[{wrong[0]}]"
         raise SweeperError(f"sweeper.cuda: nvrtc_options{at}: {wrong[1]}")
+    if shared_memory is not None and (isinstance(shared_memory, bool) or
+                                      not isinstance(shared_memory, (str, int))):
+        raise SweeperError(f"sweeper.cuda: shared_memory={cut(repr(shared_memory), 60)}; "
+                           "allowed: bytes as an expression of the config (\"block_size_x "
+                           "* TILE * 4\") or a whole number")
+    shared = None if shared_memory is None else str(shared_memory)
+    wrong_shared = _shared_problem(shared)
+    if wrong_shared is not None:
+        raise SweeperError(f"sweeper.cuda: shared_memory: {wrong_shared}")
     launch = CudaLaunch(path, entry, args, template, caller.get("__name__", __name__),
-                        nvrtc_options)
+                        nvrtc_options, shared)
     files, problem = _read_source(launch, beside)           # read once, kept by the launch
     problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
@@ -149,10 +164,16 @@ class CudaDeclaration(Kernel):
         "headline": "the rate reports lead with: gbps (default) or tflops (needs flops)",
         "nvrtc_options": "NVRTC options every compile adds ([-use_fast_math, --fmad=false]: "
                          "Kernel Tuner's compiler_options)",
+        "shared_memory": "the dynamic shared memory each block is launched with, in bytes, "
+                         "over the config (block_size_x * TILE * 4: Kernel Tuner's "
+                         "smem_args); default none",
+        "check": "the outputs compared with the reference's ([C]: Kernel Tuner's answer, "
+                 "None where not checked); default every output",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
-         "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options"})
+         "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options",
+         "shared_memory", "check"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -240,7 +261,7 @@ class CudaDeclaration(Kernel):
             return _reference_problem(value, imports, key)
         checks: dict[str, Callable[[str], str | None]] = {
             "source": _source_problem, "entry": _entry_problem, "template": _template_problem,
-            "headline": _headline_problem}
+            "headline": _headline_problem, "shared_memory": _shared_problem}
         return checks[key](value) if key in checks else None
 
     @classmethod
@@ -270,6 +291,10 @@ class CudaDeclaration(Kernel):
             if "model" in options else None
         _check_counts(options, names)
         _check_tensors(options, inputs, outputs, names)
+        check = json.loads(options["check"]) if "check" in options else None
+        unchecked = check_problem(check, list(outputs))
+        if unchecked is not None:               # at the item that is wrong
+            raise OptionError(f"check{unchecked[0]}", unchecked[1])
         tolerance = _tolerance(options)
         if options.get("headline") == Headline.TFLOPS and "flops" not in options:
             raise OptionError("headline", "tflops is flops over the median, and the kernel "
@@ -279,6 +304,9 @@ class CudaDeclaration(Kernel):
                                     names, meta)
         if wrong is not None:                   # at args, before build's
             raise OptionError("args", wrong)
+        shared = launch.shared_memory_problem(names, meta) if params is not None else None
+        if shared is not None:                  # its names: the space's axes known here
+            raise OptionError("shared_memory", shared)
         try:
             declared = Declaration(
                 inputs=inputs, outputs=outputs, name="cuda",
@@ -290,7 +318,8 @@ class CudaDeclaration(Kernel):
                 footprint_bytes=options.get("footprint_bytes"),
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
                 tolerance=tolerance, headline=options.get("headline"), model=model,
-                refuse=Refuse(options["refuse"]) if "refuse" in options else None)
+                refuse=Refuse(options["refuse"]) if "refuse" in options else None,
+                check=check)
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
@@ -632,6 +661,19 @@ def _read_source(launch: CudaLaunch, relative_to: str
         return files, (f"{value} is not UTF-8 text (byte {err.start}: {err.reason}); allowed: "
                        "a source saved as UTF-8, as NVRTC is given it")
     return files, None
+
+
+def _shared_problem(value: str | None) -> str | None:
+    """Why ``value`` (a ``shared_memory``) is no expression, or ``None``: the names it
+    reads are checked where the kernel's are known
+    (:meth:`~sweeper.kernels._cuda_build.CudaLaunch.shared_memory_problem`)."""
+    if value is None:
+        return None
+    try:
+        parse(value)
+    except ExpressionError as err:
+        return f"{err}; allowed: bytes as an expression of the config (block_size_x * TILE * 4)"
+    return None
 
 
 def _entry_problem(value: str) -> str | None:

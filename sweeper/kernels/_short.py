@@ -97,11 +97,21 @@ class Plan:
     #: the files of the user's own modules the launch's module imports, those whose text
     #: :attr:`source` holds (found once, as it was read)
     own_files: tuple[Path, ...] = ()
+    #: ``check=``: the outputs compared with the reference's (none given: every one)
+    check: tuple[str, ...] = ()
 
     @property
     def inplace(self) -> tuple[str, ...]:
         """The outputs written in place: inputs too."""
         return tuple(name for name, spec in self.outputs.items() if spec is None)
+
+    @property
+    def checked(self) -> tuple[str, ...]:
+        """The outputs a trial compares with the reference's, in the order the reference
+        may return them: ``check``, else every output.  Those left out are written by the
+        kernel and poisoned before it runs, never compared (Kernel Tuner's ``None`` in
+        ``answer``): a scratch buffer, or an output the reference does not compute."""
+        return self.check or tuple(self.outputs)
 
 
 class ShortKernel(Kernel):
@@ -235,23 +245,24 @@ class ShortKernel(Kernel):
         expected = self.expected(buffers)
         if isinstance(expected, str):
             return expected
-        for name in self.plan.outputs:
+        for name in self.plan.checked:
             wrong = difference(name, buffers[name], expected[name], self.plan.tolerances)
             if wrong is not None:
                 return wrong
         return None
 
     def expected(self, buffers: Buffers) -> dict[str, Any] | str:
-        """The reference's outputs by name, computed on copies of the inputs as they were
-        randomized; a string saying what the reference returned when it is none of a
-        tensor (the one output), a tuple (in order), a dict or ``None`` (in place)."""
+        """The reference's checked outputs by name (:attr:`Plan.checked`), computed on
+        copies of the inputs as they were randomized; a string saying what the reference
+        returned when it is none of a tensor (the one output checked), a tuple (in
+        ``check``'s order, or every output's in theirs), a dict or ``None`` (in place)."""
         pristine = buffers.pristine if isinstance(buffers, ShortBuffers) else {}
         args = {n: pristine.get(n, buffers[n]).clone() for n in self.inputs(buffers)}
         try:
             result = self.plan.reference(**args)
         except Exception as err:
             raise ReferenceFailed(raised("the reference", err)) from err
-        names = list(self.plan.outputs)
+        names, every = list(self.plan.checked), list(self.plan.outputs)
         if result is None:
             missing = [n for n in names if n not in args]
             if missing:
@@ -263,10 +274,13 @@ class ShortKernel(Kernel):
             return {n: result[n] for n in names} if not missing else \
                 f"the reference's dict lacks output {missing[0]!r}"
         results = list(result) if isinstance(result, (tuple, list)) else [result]
-        if len(results) != len(names):
-            return (f"the reference returned {len(results)} value(s) for {len(names)} "
-                    f"output(s) ({', '.join(names)})")
-        return dict(zip(names, results, strict=True))
+        if len(results) == len(names):
+            return dict(zip(names, results, strict=True))
+        if len(results) == len(every):              # every output's, in their order
+            return {n: r for n, r in zip(every, results, strict=True) if n in names}
+        of = "" if names == every else f" checked of {len(every)} ({', '.join(every)})"
+        return (f"the reference returned {len(results)} value(s) for {len(names)} "
+                f"output(s) ({', '.join(names)}){of}")
 
     def bytes_moved(self, problem: Problem) -> int:
         if self.plan.bytes_moved is not None:

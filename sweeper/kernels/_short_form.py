@@ -25,7 +25,7 @@ import keyword
 import numbers
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from sweeper.core._model import FACT_NAMES, WARP_BLOCKS, LaunchShape
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError, defined_at
+from sweeper.escape import cut
 from sweeper.kernels._autotune import autotune_declaration
 from sweeper.kernels._base import Headline, MetaParam, OptionError
 from sweeper.kernels._model_form import DeclaredModel, read_model
@@ -75,6 +76,9 @@ class Declaration:
     autotuned: Any = None
     model: Mapping[str, Any] | DeclaredModel | None = None
     refuse: Callable[[Config], str | None] | None = None
+    #: the outputs compared with the reference's (``None``: every one); what is checked,
+    #: not what runs, so no part of a ``__main__`` kernel's source (:func:`_unfiled`)
+    check: Sequence[str] | None = field(default=None, repr=False)
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -130,6 +134,7 @@ class Declaration:
         space's axes after it is built."""
         built = self.build(launch)
         self.check_grid(built.name, built.dims, built.meta_params)
+        check_launch_names(built.name, launch, built.dims, built.meta_params)
         return built
 
     def checked(self, launch: Callable[..., Any]) -> dict[str, Any]:
@@ -140,6 +145,7 @@ class Declaration:
         mistake is refused by the same check, in the same words, as importing it would."""
         attrs = self.attributes(launch, sourced=False)
         self.check_grid(attrs["name"], attrs["dims"], attrs["meta_params"])
+        check_launch_names(attrs["name"], launch, attrs["dims"], attrs["meta_params"])
         return attrs
 
     def check_grid(self, name: str, dims: Mapping[str, Dim],
@@ -303,12 +309,47 @@ class Declaration:
             raise SweeperError(f"kernel {name}: reference= must be a function of the inputs "
                                "returning the outputs")
         tolerances = {**TOLERANCES, **_tolerances(name, self.tolerance)}
+        wrong = check_problem(self.check, tuple(outputs))
+        if wrong is not None:
+            raise SweeperError(f"kernel {name}: check{wrong[0]}: {wrong[1]}")
         source, own_files = _source(launch, self) if sourced else ("", ())
         return Plan(launch=launch, reference=self.reference, inputs=inputs, outputs=outputs,
                     tolerances=tolerances, bytes_moved=_counted(name, "bytes_moved",
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
-                    refuse=self.refuse, source=source, own_files=own_files)
+                    refuse=self.refuse, source=source, own_files=own_files,
+                    check=tuple(self.check or ()))
+
+
+def check_problem(check: object, outputs: Sequence[str]) -> tuple[str, str] | None:
+    """Where ``check`` (``check=``, a space's ``check:``) names no outputs to compare with
+    the reference's, and why: ``("", why)`` for the list itself, ``("[i]", why)`` for its
+    item ``i``; ``None`` where it is ``None`` (every output) or a list of distinct names of
+    ``outputs``.  Kernel Tuner's ``answer`` with ``None`` where an argument is not
+    checked is the list of those that are."""
+    allowed = f"allowed: a list of the outputs compared with the reference's ({', '.join(outputs)})"
+    if check is None:
+        return None
+    if isinstance(check, str) or not isinstance(check, Sequence) or not check:
+        return "", f"{cut(repr(check), 60)} is no list of outputs; {allowed}"
+    for i, name in enumerate(check):
+        if name not in outputs or name in check[:i]:
+            why = "is named twice" if name in check[:i] else "is no output"
+            return f"[{i}]", (f"{cut(repr(name), 60)} {why}; {allowed}"
+                              f"{did_you_mean(str(name), outputs) if name not in outputs else ''}")
+    return None
+
+
+def check_launch_names(kernel: str, launch: Callable[..., Any], dims: Mapping[str, Dim],
+                       meta: Mapping[str, MetaParam]) -> None:
+    """Refuse a launch whose own expression of the config reads a name kernel ``kernel``
+    does not declare (``dims``, ``meta``): a ``sweeper.cuda`` launch's ``shared_memory``
+    (:meth:`~sweeper.kernels._cuda_build.CudaLaunch.shared_memory_problem`), asked of
+    the launch where it has one; a space's ``cuda`` kernel checks it against its axes."""
+    check = getattr(launch, "shared_memory_problem", None)
+    found = check(tuple(dims), tuple(meta)) if callable(check) else None
+    if found is not None:
+        raise SweeperError(f"kernel {kernel}: shared_memory: {found}")
 
 
 def _check_calls(kernel: str, plan: Plan) -> None:
@@ -581,6 +622,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
            headline: Headline | str | None = None, autotuned: Any = None,
            model: Mapping[str, Any] | None = None,
            refuse: Callable[[Config], str | None] | None = None,
+           check: Sequence[str] | None = None,
            ) -> Any:
     """Declare a kernel from ``launch(**tensors, config)``; without ``launch``, a
     decorator that takes it.  Returns a :class:`~sweeper.kernels.Kernel` subclass.
@@ -612,6 +654,10 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       ``torch.testing.assert_close``'s defaults (a dtype by any spelling: ``"fp16"``,
       ``torch.float16``); ``headline``: ``"gbps"`` (default) or ``"tflops"``, the rate
       reports lead with;
+    - ``check``: the outputs compared with the reference's (default: every one), which the
+      reference then returns alone (one tensor, a tuple in ``check``'s order, a dict) or
+      among every output (in ``outputs``' order); the others are poisoned before each
+      check and never compared (Kernel Tuner's ``answer`` with ``None`` where not checked);
     - ``autotuned``: the ``@triton.autotune`` function this launch calls (through its
       ``.fn``): its configs become the meta-parameters and the space that
       ``from_autotune`` builds (see :mod:`sweeper.kernels._autotune`);
@@ -634,7 +680,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model,
-        refuse=refuse)
+        refuse=refuse, check=check)
     return declared.checked_build if launch is None else declared.checked_build(launch)
 
 

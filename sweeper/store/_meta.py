@@ -79,6 +79,12 @@ class StudyMeta:
     #: autotuned function, that source does not show it); ``None`` where the kernel has
     #: no autotuner, or in a study an older sweeper wrote, whose export reads it from source
     autotune_key: list[str] | None = None
+    #: how a CUDA C kernel's configs compiled and launched as the run had it (its
+    #: ``.cu`` file, entry, template, NVRTC options and shared memory:
+    #: :meth:`~sweeper.kernels._cuda_build.CudaLaunch.recorded`), which a header export
+    #: writes without importing the kernel's module; ``None`` for any other kernel, or in
+    #: a study an older sweeper wrote
+    cuda_launch: dict[str, Any] | None = None
     headline: str = "gbps"
     measure_text: str = ""
     device_note: str | None = None
