@@ -796,7 +796,7 @@ def _frames(err: BaseException) -> list[tuple[Path, str]]:
 
 
 #: The one frame of sweeper's a sweeper error from an API call keeps (the call's).
-AT_CALL = (ROOT / "sweeper" / "api" / "_errors.py", "call")
+AT_CALL = (ROOT / "sweeper" / "core" / "_api_errors.py", "call")
 
 
 def test_a_sweeper_error_leaves_the_api_with_the_calls_traceback_alone(tmp_path,
@@ -833,6 +833,46 @@ def test_a_sweeper_error_leaves_the_api_with_the_calls_traceback_alone(tmp_path,
     with pytest.raises(StudyError, match=r"^no study") as err:
         sweeper.load_study(tmp_path / "nothing")
     assert "find_study" in [name for _, name in _frames(err.value)]
+
+
+def test_every_public_entry_leaves_a_users_mistake_with_the_calls_traceback_alone(
+        tmp_path, monkeypatch):
+    """``sweeper.kernel`` (called, or the decorator it returns), ``sweeper.cuda``,
+    ``sweeper.tuned`` and ``sweeper.tuned_kernel`` (and its decorator) showed 3 to 10 of
+    sweeper's frames (the declaration's checks, the tuning file's reader) above a bad
+    argument's one line; each leaves as ``sweeper.run``'s errors do: the caller's frames
+    and the call's one frame, the whole traceback under ``SWEEPER_DEBUG=1``.  A
+    ``sweeper.cuda`` call still reads its source relative to the caller's folder, not to
+    the frame that cuts its traceback."""
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    here = (Path(__file__),
+            "test_every_public_entry_leaves_a_users_mistake_with_the_calls_traceback_alone")
+
+    def launch(x, config):  # type: ignore[no-untyped-def]
+        pass
+
+    declared = {"inputs": {"x": "n"}, "outputs": ["x"], "reference": lambda x: x}
+    calls = [
+        (lambda: sweeper.kernel(launch, **declared), "give grid="),
+        (lambda: sweeper.kernel(**declared)(launch), "give grid="),
+        (lambda: sweeper.kernel(launch, **declared, devcie="cpu"), "no keyword 'devcie'"),
+        (lambda: sweeper.cuda("missing.cu", "k", ["x"]),
+         f"no file {Path(__file__).parent / 'missing.cu'}"),
+        (lambda: sweeper.tuned("copy", dtype="float32", footprint=1024,
+                               path=tmp_path / "none.json"), "no tuning file"),
+        (lambda: sweeper.tuned_kernel(key=["n"], cache="hot"), "cache 'hot'"),
+        (lambda: sweeper.tuned_kernel(tmp_path / "none.json", key=["n"]), "no tuning file")]
+    for call, said in calls:
+        with pytest.raises(SweeperError, match=re.escape(said)) as err:
+            call()
+        frames = _frames(err.value)
+        assert frames[0] == here and frames[-1] == AT_CALL, frames
+        assert all(not f.is_relative_to(ROOT / "sweeper") for f, _ in frames[:-1]), frames
+    monkeypatch.setenv("SWEEPER_DEBUG", "1")
+    with pytest.raises(SweeperError, match="give grid=") as err:
+        sweeper.kernel(launch, **declared)
+    assert len([f for f, _ in _frames(err.value) if f.is_relative_to(ROOT / "sweeper")]) > 2
 
 
 def test_what_the_users_own_code_raised_stays_chained_from_its_first_line(tmp_path,
@@ -1148,9 +1188,8 @@ def test_a_second_ctrl_c_is_a_short_keyboard_interrupt_naming_the_study(tmp_path
         f"finished trial is kept in {journal}: call sweeper.run again with the same "
         "arguments to resume it"), run.stderr
     frames = re.findall(r'^  File "([^"]+)"', run.stderr, flags=re.MULTILINE)
-    assert frames == [str(script), str(ROOT / "sweeper" / "api" / "_errors.py"),
-                      str(ROOT / "sweeper" / "core" / "_spelling.py"),
-                      str(ROOT / "sweeper" / "api" / "_run.py")], run.stderr
+    assert frames == [str(script), str(ROOT / "sweeper" / "core" / "_api_errors.py")], \
+        run.stderr
     assert "During handling" not in run.stderr and "direct cause" not in run.stderr
     kept = StudyStore(journal.parent).records()[0]
     assert [t.status.value for t in kept] == ["ok"]

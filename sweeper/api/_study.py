@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper._environ import optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, refuse
-from sweeper.api._errors import cut_at_call
+from sweeper.core._api_errors import cut_at_call
 from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
@@ -29,7 +29,7 @@ class Study:
     read from (a folder's journal, or a database), its local folder by its absolute path.
     Made from a folder, the folder is checked at once (:func:`study_in`); a sweeper
     error from any of its questions has the traceback of the call alone
-    (:mod:`sweeper.api._errors`)."""
+    (:mod:`sweeper.core._api_errors`)."""
 
     @cut_at_call
     def __init__(self, storage: Storage | str | Path) -> None:
