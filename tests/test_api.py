@@ -524,6 +524,35 @@ def test_a_study_is_checked_when_it_is_made_saying_what_is_allowed(tmp_path, mon
     assert list(tmp_path.glob("nope*")) == []
 
 
+def test_a_study_given_a_url_or_a_store_without_a_study_is_refused_when_made(tmp_path):
+    """``sweeper.Study(storage)`` given a URL read it as a folder of a mangled name
+    (``no folder postgresql:/u@host/db``), and given a store (``StudyStore``, a
+    database's) without a study was made all the same, every question of it failing
+    later; each is refused when made, saying what is wrong and what is allowed (a
+    database's study by ``load_study``, by the name its ``repr`` shows)."""
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("postgresql://me:secret@db.example/sweeps")
+    assert str(err.value) == (
+        "Study('postgresql://me:***@db.example/sweeps'): a database URL names no study; "
+        "allowed: sweeper.load_study('NAME', storage='postgresql://me:***@db.example/sweeps') "
+        "for the study NAME it keeps, or a study's folder")
+    with pytest.raises(StudyError) as err:          # a database's Study's repr, pasted
+        sweeper.Study(storage="postgresql://me@db.example/sweeps (study copy-fp32)")
+    assert str(err.value) == (
+        "Study('postgresql://me@db.example/sweeps (study copy-fp32)'): a database URL names "
+        "no study; allowed: sweeper.load_study('copy-fp32', "
+        "storage='postgresql://me@db.example/sweeps'), or a study's folder")
+    with pytest.raises(StudyError, match=re.escape(
+            "Study('sqlite:///optuna.db'): sqlite:// is no store of studies; allowed: a "
+            "study's folder, or sweeper.load_study(NAME, storage=URL) with a postgresql:// "
+            "URL")):
+        sweeper.Study("sqlite:///optuna.db")
+    with pytest.raises(StudyError, match=re.escape(
+            f"Study({str(tmp_path / 'none')!r}): no folder {tmp_path / 'none'}; allowed")):
+        sweeper.Study(StudyStore(tmp_path / "none"))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch, capsys):
     """``load_study("NAME")`` finds the study of that name under ``studies_dir`` (default
     ``studies``, as ``sweeper report NAME``) where no folder ``NAME`` holds one; a name
@@ -593,6 +622,13 @@ def test_a_study_run_into_postgresql_is_returned_and_loaded_from_there(postgres_
     assert repr(again).startswith("Study('postgresql://")
     with pytest.raises(StudyError, match="no study 'nothing-here'"):
         sweeper.load_study("nothing-here", storage=url, studies_dir=studies)
+    from sweeper.store._postgres import PostgresStore
+
+    with pytest.raises(StudyError, match=r"^Study\('postgresql://.* \(study nothing-here\)'\): "
+                       r"no study 'nothing-here' there; allowed: a study the database keeps, "
+                       r"as sweeper.load_study\(NAME, storage=URL\) finds it by name$"):
+        sweeper.Study(PostgresStore(url, "nothing-here", studies / "nothing-here"))
+    assert sweeper.Study(PostgresStore(url, "api-pg", studies / "api-pg")).kernel == "copy"
 
 
 def test_the_api_builds_the_engines_options_and_never_the_command_line():
