@@ -27,6 +27,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._api_errors import cut_at_call, cut_unless_kept
 from sweeper.core._spelling import entry
 from sweeper.errors import SweeperError
 from sweeper.launch_timing import Measured, Timer, measure, resetter, timer_for
@@ -110,13 +111,20 @@ class TunedKernel:
                 f"{len(self._cache)} shape{'' if len(self._cache) == 1 else 's'} resolved>")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and len(args) >= self._needed:
-            try:
-                launch = self._cache[(self._values(args), args[self._dtype_at].dtype)]
-            except (KeyError, AttributeError, IndexError, TypeError):
-                return self._call(args, kwargs)
-            return launch(*args)
-        return self._call(args, kwargs)
+        # no wrapper on the hot path (a cached shape's launch): a sweeper error of the
+        # first call at a shape leaves with the traceback of the call alone, as
+        # cut_at_call lets an API call's leave
+        try:
+            if not kwargs and len(args) >= self._needed:
+                try:
+                    launch = self._cache[(self._values(args), args[self._dtype_at].dtype)]
+                except (KeyError, AttributeError, IndexError, TypeError):
+                    return self._call(args, kwargs)
+                return launch(*args)
+            return self._call(args, kwargs)
+        except SweeperError as err:
+            cut_unless_kept(err)
+            raise err  # sweeper's own frames left out: SWEEPER_DEBUG=1 keeps them
 
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The full path: bind the arguments by name, find or prepare the launcher."""
@@ -162,6 +170,7 @@ class TunedKernel:
         raise SweeperError(f"tuned_kernel {self.name}: no tensor argument to read the "
                            "dtype from")
 
+    @cut_at_call
     def config(self, *args: Any, **kwargs: Any) -> TunedConfig:
         """The tuned config the tuning file gives a call with these arguments (looked up
         afresh; with ``measure_untuned`` a shape that was not tuned may launch another of
@@ -269,6 +278,7 @@ class TunedKernel:
         return dict(zip(self.key, shape, strict=True))
 
 
+@cut_at_call
 @entry(spelled=False)
 def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
                  name: str | None = None, gpu: str | None = None,
@@ -313,6 +323,7 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
             raise SweeperError(f"tuned_kernel: {what} must be a list of argument names, "
                                f"got {names!r}")
 
+    @cut_at_call           # the decorator a user applies is a call of the API too
     def decorate(fn: Any) -> TunedKernel:
         _refuse_autotuner(fn)
         return TunedKernel(fn, table, key, name or fn.__name__, gpu,

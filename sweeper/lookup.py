@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeper.core._api_errors import cut_at_call
 from sweeper.core._model import CACHE_MODES, MAX_GRID_YZ
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
@@ -619,6 +620,7 @@ def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
             "export the study again)")
 
 
+@cut_at_call
 @entry(spelled=False)
 def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
           dims: Mapping[str, int] | None = None, gpu: str | None = None,

@@ -613,8 +613,10 @@ def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Co
     says so: ``Kernel.dram_bytes``) and its FLOPs per problem, and the tensor operations
     an interpreted launch of a config runs (each ``None`` where not declared).  A
     built-in declares them in its class; a ``cuda`` kernel by its tensors' shapes (or its
-    ``bytes_moved`` and ``flops`` options); any other kernel declares none, and the plan
-    counts its launches alone."""
+    ``bytes_moved`` and ``flops`` options); a user's ``sweeper.kernel`` the operations of
+    the Triton functions its launch launches, counted from their source, never run
+    (:mod:`sweeper.kernels._interpreted_ops`), and no bytes: the plan counts its
+    launches alone."""
     from sweeper.kernels import BUILTINS, declared_count
 
     if kernel == "cuda" and options:
@@ -622,11 +624,27 @@ def declared_counts(kernel: str, options: Mapping[str, str] | None = None) -> Co
 
         return (*cuda_counts(options), None)
     if kernel not in BUILTINS:
-        return None, None, None
+        return None, None, source_ops(kernel)
     counted = declared_count(kernel, "bytes_moved")
     moved = declared_count(kernel, "dram_bytes") or counted   # what its access order moves
     return (moved, declared_count(kernel, "flops") if counted is not None else None,
             declared_count(kernel, "interpreted_ops"))
+
+
+def source_ops(kernel: str) -> Callable[[Config], int] | None:
+    """The tensor operations an interpreted launch of user kernel ``kernel`` runs, as its
+    source counts them (the stand-in :func:`~sweeper.plugins.unchecked_kernel` reads, so
+    ``plan`` and ``run`` price it alike, importing nothing); ``None`` where none are read
+    (a ``Kernel`` subclass, a launch whose Triton function cannot be followed)."""
+    from sweeper import plugins
+    from sweeper.kernels._interpreted_ops import LaunchOps
+
+    try:
+        counted = getattr(plugins.kernel_declaration(kernel, user_code=False),
+                          "interpreted_ops", None)
+    except SweeperError:                 # the run refuses it, or imported it already
+        return None
+    return counted if isinstance(counted, LaunchOps) else None
 
 
 def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[Plan, bool]:

@@ -524,6 +524,35 @@ def test_a_study_is_checked_when_it_is_made_saying_what_is_allowed(tmp_path, mon
     assert list(tmp_path.glob("nope*")) == []
 
 
+def test_a_study_given_a_url_or_a_store_without_a_study_is_refused_when_made(tmp_path):
+    """``sweeper.Study(storage)`` given a URL read it as a folder of a mangled name
+    (``no folder postgresql:/u@host/db``), and given a store (``StudyStore``, a
+    database's) without a study was made all the same, every question of it failing
+    later; each is refused when made, saying what is wrong and what is allowed (a
+    database's study by ``load_study``, by the name its ``repr`` shows)."""
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("postgresql://me:secret@db.example/sweeps")
+    assert str(err.value) == (
+        "Study('postgresql://me:***@db.example/sweeps'): a database URL names no study; "
+        "allowed: sweeper.load_study('NAME', storage='postgresql://me:***@db.example/sweeps') "
+        "for the study NAME it keeps, or a study's folder")
+    with pytest.raises(StudyError) as err:          # a database's Study's repr, pasted
+        sweeper.Study(storage="postgresql://me@db.example/sweeps (study copy-fp32)")
+    assert str(err.value) == (
+        "Study('postgresql://me@db.example/sweeps (study copy-fp32)'): a database URL names "
+        "no study; allowed: sweeper.load_study('copy-fp32', "
+        "storage='postgresql://me@db.example/sweeps'), or a study's folder")
+    with pytest.raises(StudyError, match=re.escape(
+            "Study('sqlite:///optuna.db'): sqlite:// is no store of studies; allowed: a "
+            "study's folder, or sweeper.load_study(NAME, storage=URL) with a postgresql:// "
+            "URL")):
+        sweeper.Study("sqlite:///optuna.db")
+    with pytest.raises(StudyError, match=re.escape(
+            f"Study({str(tmp_path / 'none')!r}): no folder {tmp_path / 'none'}; allowed")):
+        sweeper.Study(StudyStore(tmp_path / "none"))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch, capsys):
     """``load_study("NAME")`` finds the study of that name under ``studies_dir`` (default
     ``studies``, as ``sweeper report NAME``) where no folder ``NAME`` holds one; a name
@@ -593,6 +622,13 @@ def test_a_study_run_into_postgresql_is_returned_and_loaded_from_there(postgres_
     assert repr(again).startswith("Study('postgresql://")
     with pytest.raises(StudyError, match="no study 'nothing-here'"):
         sweeper.load_study("nothing-here", storage=url, studies_dir=studies)
+    from sweeper.store._postgres import PostgresStore
+
+    with pytest.raises(StudyError, match=r"^Study\('postgresql://.* \(study nothing-here\)'\): "
+                       r"no study 'nothing-here' there; allowed: a study the database keeps, "
+                       r"as sweeper.load_study\(NAME, storage=URL\) finds it by name$"):
+        sweeper.Study(PostgresStore(url, "nothing-here", studies / "nothing-here"))
+    assert sweeper.Study(PostgresStore(url, "api-pg", studies / "api-pg")).kernel == "copy"
 
 
 def test_the_api_builds_the_engines_options_and_never_the_command_line():
@@ -796,7 +832,7 @@ def _frames(err: BaseException) -> list[tuple[Path, str]]:
 
 
 #: The one frame of sweeper's a sweeper error from an API call keeps (the call's).
-AT_CALL = (ROOT / "sweeper" / "api" / "_errors.py", "call")
+AT_CALL = (ROOT / "sweeper" / "core" / "_api_errors.py", "call")
 
 
 def test_a_sweeper_error_leaves_the_api_with_the_calls_traceback_alone(tmp_path,
@@ -833,6 +869,46 @@ def test_a_sweeper_error_leaves_the_api_with_the_calls_traceback_alone(tmp_path,
     with pytest.raises(StudyError, match=r"^no study") as err:
         sweeper.load_study(tmp_path / "nothing")
     assert "find_study" in [name for _, name in _frames(err.value)]
+
+
+def test_every_public_entry_leaves_a_users_mistake_with_the_calls_traceback_alone(
+        tmp_path, monkeypatch):
+    """``sweeper.kernel`` (called, or the decorator it returns), ``sweeper.cuda``,
+    ``sweeper.tuned`` and ``sweeper.tuned_kernel`` (and its decorator) showed 3 to 10 of
+    sweeper's frames (the declaration's checks, the tuning file's reader) above a bad
+    argument's one line; each leaves as ``sweeper.run``'s errors do: the caller's frames
+    and the call's one frame, the whole traceback under ``SWEEPER_DEBUG=1``.  A
+    ``sweeper.cuda`` call still reads its source relative to the caller's folder, not to
+    the frame that cuts its traceback."""
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    here = (Path(__file__),
+            "test_every_public_entry_leaves_a_users_mistake_with_the_calls_traceback_alone")
+
+    def launch(x, config):  # type: ignore[no-untyped-def]
+        pass
+
+    declared = {"inputs": {"x": "n"}, "outputs": ["x"], "reference": lambda x: x}
+    calls = [
+        (lambda: sweeper.kernel(launch, **declared), "give grid="),
+        (lambda: sweeper.kernel(**declared)(launch), "give grid="),
+        (lambda: sweeper.kernel(launch, **declared, devcie="cpu"), "no keyword 'devcie'"),
+        (lambda: sweeper.cuda("missing.cu", "k", ["x"]),
+         f"no file {Path(__file__).parent / 'missing.cu'}"),
+        (lambda: sweeper.tuned("copy", dtype="float32", footprint=1024,
+                               path=tmp_path / "none.json"), "no tuning file"),
+        (lambda: sweeper.tuned_kernel(key=["n"], cache="hot"), "cache 'hot'"),
+        (lambda: sweeper.tuned_kernel(tmp_path / "none.json", key=["n"]), "no tuning file")]
+    for call, said in calls:
+        with pytest.raises(SweeperError, match=re.escape(said)) as err:
+            call()
+        frames = _frames(err.value)
+        assert frames[0] == here and frames[-1] == AT_CALL, frames
+        assert all(not f.is_relative_to(ROOT / "sweeper") for f, _ in frames[:-1]), frames
+    monkeypatch.setenv("SWEEPER_DEBUG", "1")
+    with pytest.raises(SweeperError, match="give grid=") as err:
+        sweeper.kernel(launch, **declared)
+    assert len([f for f, _ in _frames(err.value) if f.is_relative_to(ROOT / "sweeper")]) > 2
 
 
 def test_what_the_users_own_code_raised_stays_chained_from_its_first_line(tmp_path,
@@ -1148,9 +1224,8 @@ def test_a_second_ctrl_c_is_a_short_keyboard_interrupt_naming_the_study(tmp_path
         f"finished trial is kept in {journal}: call sweeper.run again with the same "
         "arguments to resume it"), run.stderr
     frames = re.findall(r'^  File "([^"]+)"', run.stderr, flags=re.MULTILINE)
-    assert frames == [str(script), str(ROOT / "sweeper" / "api" / "_errors.py"),
-                      str(ROOT / "sweeper" / "core" / "_spelling.py"),
-                      str(ROOT / "sweeper" / "api" / "_run.py")], run.stderr
+    assert frames == [str(script), str(ROOT / "sweeper" / "core" / "_api_errors.py")], \
+        run.stderr
     assert "During handling" not in run.stderr and "direct cause" not in run.stderr
     kept = StudyStore(journal.parent).records()[0]
     assert [t.status.value for t in kept] == ["ok"]

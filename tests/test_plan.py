@@ -401,6 +401,55 @@ def test_an_interpreted_launch_costs_by_its_programs_and_its_bodys_operations(mo
     assert costs.finals_rounds is None and plan.parts["finals"] == h200.parts["finals"] > 0
 
 
+def test_a_user_kernels_interpreted_launch_counts_its_triton_functions_operations(
+        monkeypatch, capsys):
+    """A user's ``sweeper.kernel`` counted no operations, so each program was priced at
+    one copy step (9): ``examples/matmul.yaml``, whose program runs 32 operations around
+    its loop over K and 26 a step of it (two tile loads with their addresses and masks,
+    the ``tl.dot``), measured 20-24 times that model's launch under load where copy
+    measured 5, and its run took twice its estimate.  Its launch counts the operations
+    of the ``@triton.jit`` function it launches, read from the source (never imported),
+    the loop's trips from the config's ``K`` and ``BLOCK_K``; ``plan`` says so."""
+    import sys
+
+    from sweeper.devices import open_device
+    from sweeper.plan import declared_counts, model_launch_s, plan_of
+    from sweeper.space import Problem, load_space
+
+    monkeypatch.chdir(ROOT)
+    device = open_device("interpret")
+    costs, facts = device.plan_costs, device.facts()
+    space = load_space(ROOT / "examples" / "matmul.yaml", user_code=False)
+    moved, flops, ops = declared_counts(space.kernel)
+    assert (moved, flops) == (None, None) and ops is not None
+    assert ops.named == "matmul_kernel (matmul.py:13)"
+    shrunk = space.resolve({a.name: a.labels[0] for a in space.axes}, facts.env(),
+                           facts.max_footprint)            # 4096³ shrunk to 32³, one tile
+    assert (shrunk.grid, ops(shrunk)) == (1, 32 + 26)
+    for block_k, size in ((32, 32), (16, 64), (16, 100)):
+        config = dataclasses.replace(shrunk, grid=4, meta={**shrunk.meta, "BLOCK_K": block_k},
+                                     problem=Problem("float16", 0, (("M", size), ("N", size),
+                                                                    ("K", size))))
+        steps = -(-size // block_k)
+        assert ops(config) == 4 * (32 + 26 * steps)
+        assert model_launch_s(config, lambda _: 0, None, costs, ops) == pytest.approx(
+            costs.launch_s + config.grid * (costs.program_s + costs.op_s * ops(config) /
+                                            config.grid))
+    counted, _ = plan_of(space, device)
+    monkeypatch.setattr("sweeper.plan.source_ops", lambda kernel: None)
+    uncounted, _ = plan_of(space, device)
+    assert counted.parts["trials"] > 2.5 * uncounted.parts["trials"]
+    assert "examples.matmul" not in sys.modules                # read, never imported
+    monkeypatch.undo()
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    assert main(["plan", "examples/matmul.yaml", "--device", "interpret",
+                 "--studies-dir", str(ROOT / "nonexistent-studies")]) == 0
+    assert "the estimate counts its launches and, on the interpreter, the tensor operations " \
+        "each program of matmul_kernel (matmul.py:13) runs, counted from its source, not " \
+        "the bytes it moves" in capsys.readouterr().out
+
+
 # -- what a run costs beyond its trials, measured and kept per device ----------------------
 def test_a_runs_first_compile_in_the_worker_is_counted_apart(tmp_path, monkeypatch):
     """The first binary a worker compiles starts the compiler in its process: on the H200

@@ -595,3 +595,56 @@ def test_plan_says_which_checks_of_a_declaration_it_could_not_make(module, tmp_p
     assert ("but not its checks of values, nor the checks importing it makes of its "
             f"declaration (its launch rowsum at {name}.py:{line}, decorated by more than "
             "sweeper.kernel): the estimate") in out, out
+
+
+COUNTED = MARK + '''
+import sweeper
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def body(x, y, n, K, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    pid = tl.program_id(0)
+    tiles = tl.cdiv(K, BLOCK)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in tl.range(0, tiles, num_stages=2):
+        acc += tl.load(x + i * BLOCK + tl.arange(0, BLOCK))
+    if EVEN:
+        tl.store(y + pid, tl.sum(acc))
+    else:
+        tl.store(y + pid, tl.sum(acc), mask=pid < n)
+    while pid < n:
+        pid += tl.num_programs(0)
+
+
+@sweeper.kernel(inputs={"x": "K"}, outputs={"y": "n"}, reference=lambda x: x,
+                dims={"n": 64, "K": 1000}, meta={"BLOCK": 32, "EVEN": 1}, grid="n",
+                footprint_bytes="K * itemsize")
+def summed(x, y, config):
+    body[(config.grid,)](x, y, y.numel(), x.numel(), **config.meta)
+'''
+
+
+@pytest.mark.parametrize("K, BLOCK, EVEN, per_program", [
+    (1000, 32, 1, 3 + 32 * 7 + 3 + 3),         # cdiv(1000, 32) = 32 trips of 6 and a step
+    (1000, 32, 0, 3 + 32 * 7 + 4 + 3),         # the other branch: its mask's test too
+    (100, 128, 1, 3 + 1 * 7 + 3 + 3)])
+def test_an_interpreted_launch_counts_its_functions_operations_from_the_source(
+        module, K, BLOCK, EVEN, per_program):
+    """A user kernel's interpreted launch is priced by the operations of the Triton
+    function it launches, read from the source, never run: each operator, comparison
+    and call of the language is one; a ``range`` (``tl.range``) loop runs as many times
+    as its bounds say over the config's dimensions and meta-parameters by the function's
+    argument names, through a name the function binds before it (``tiles``); an ``if``
+    on a meta-parameter takes its branch; a ``while`` whose trips only running tells
+    counts once (its test and body)."""
+    from sweeper.plan import declared_counts
+    from sweeper.space import Config, Problem
+
+    name, marker = module(COUNTED)
+    _, _, ops = declared_counts(f"{name}:summed")
+    assert ops is not None and ops.named == f"body ({name}.py:10)"
+    config = Config(Problem("float32", 4 * K, (("n", 64), ("K", K))), grid=64, block=64,
+                    meta={"BLOCK": BLOCK, "EVEN": EVEN})
+    assert ops(config) == 64 * per_program and not marker.exists()

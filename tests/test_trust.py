@@ -474,10 +474,22 @@ def test_state_monitor_polls_in_the_background_and_averages_power():
 
 def test_the_interpreter_measures_with_torch_on_one_thread_and_gives_the_threads_back():
     """A capped problem's torch baseline on several CPU threads woke them at every call
-    (4-18 ms on a shared two-core machine, 0.08 ms on one thread)."""
+    (4-18 ms on a shared two-core machine, 0.08 ms on one thread); a ``tl.dot``, which
+    the interpreter runs as NumPy's matmul, woke BLAS's, so an interpreted matmul's
+    launch of 128×256 tiles took 77-100 ms under load against 20-28 ms on one thread,
+    where 64×64 tiles took 32-46 ms either way: BLAS is on one thread too."""
+    import numpy  # noqa: F401  (its BLAS loaded, as the interpreter's launches load it)
+    from threadpoolctl import threadpool_info, threadpool_limits
+
     device = InterpretDevice()
     before = torch.get_num_threads()
-    seen: list[int] = []
-    device.measure(lambda: seen.append(torch.get_num_threads()), warmup=1,
-                   rule=StopRule(kind="fixed", repeat=3), flush=False)
-    assert seen == [1] * 4 and torch.get_num_threads() == before
+    seen: list[tuple[int, set[int]]] = []
+
+    def blas() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        device.measure(lambda: seen.append((torch.get_num_threads(), blas())), warmup=1,
+                       rule=StopRule(kind="fixed", repeat=3), flush=False)
+        after = blas()
+    assert seen == [(1, {1})] * 4 and torch.get_num_threads() == before and after == {2}

@@ -172,6 +172,43 @@ def test_misuse_is_one_line(tuning):
             k.config(torch.zeros(1), torch.zeros(1), 4096)
 
 
+def test_misuse_leaves_with_the_traceback_of_the_call_alone(tuning, monkeypatch):
+    """The decorator's refusal and a tuned kernel's first call at a bad shape showed the
+    lookup's frames (``_call``, ``_prepare``, ``_lookup``) above their one line; each
+    leaves as every API call's error does: the caller's frames and the call's one frame
+    (the decorator's cut, the call's own ``__call__``: its hot path takes no wrapper)."""
+    import traceback
+
+    import sweeper.core._api_errors
+    import sweeper.launcher
+
+    monkeypatch.delenv("SWEEPER_DEBUG", raising=False)
+    here = (__file__, "test_misuse_leaves_with_the_traceback_of_the_call_alone")
+    at_call = (sweeper.core._api_errors.__file__, "call")
+
+    def frames(err: BaseException) -> list[tuple[str, str]]:
+        return [(f.filename, f.name) for f in traceback.extract_tb(err.__traceback__)]
+
+    body = jit(_copy_body, interpret=True)
+    with pytest.raises(SweeperError, match=r"key \['m'\] must name arguments") as err:
+        sweeper.tuned_kernel(tuning, key=["m"], gpu=GPU)(body)
+    assert frames(err.value) == [here, at_call]
+    k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(body)
+    with pytest.raises(SweeperError, match="must be positive integers") as err:
+        k(torch.zeros(1), torch.zeros(1), 0)
+    assert frames(err.value) == [here, (sweeper.launcher.__file__, "__call__")]
+    with pytest.raises(SweeperError, match="gives no 'n'") as err:
+        k(torch.zeros(1), torch.zeros(1))
+    assert frames(err.value) == [here, (sweeper.launcher.__file__, "__call__")]
+    with pytest.raises(SweeperError, match="must be positive integers") as err:
+        k.config(torch.zeros(1), torch.zeros(1), True)
+    assert frames(err.value) == [here, at_call]
+    monkeypatch.setenv("SWEEPER_DEBUG", "1")             # the whole traceback
+    with pytest.raises(SweeperError, match="must be positive integers") as err:
+        k(torch.zeros(1), torch.zeros(1), 0)
+    assert "_lookup" in [name for _, name in frames(err.value)]
+
+
 def test_an_autotuned_function_is_refused_as_it_decorates(tuning):
     """Stacked on ``@triton.autotune`` (a from_autotune user's kernel), each call gave the
     autotuner the tuned meta-parameters, and Triton failed at the first call with

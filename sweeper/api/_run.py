@@ -5,7 +5,7 @@ It builds the engine's :class:`~sweeper.engine.RunOptions` from its arguments an
 and one from a shell check, measure, record and report alike.  A bad input raises the
 :class:`~sweeper.errors.SpaceError` or :class:`~sweeper.errors.SweeperError` whose one
 line the command prints (``<string>:3: params.BLOCK[0]: 300 is not a power of two``),
-never ``SystemExit``, with the traceback of the call alone (:mod:`sweeper.api._errors`;
+never ``SystemExit``, with the traceback of the call alone (:mod:`sweeper.core._api_errors`;
 ``debug=True`` keeps sweeper's frames), and nothing is written."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from sweeper._environ import environ_kept, optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
-from sweeper.api._errors import cut_at_call
 from sweeper.api._study import Study
+from sweeper.core._api_errors import cutting
 from sweeper.core._spelling import entry
 from sweeper.core._units import whole
 from sweeper.engine import DICT, STRING, RunOptions, SpaceSource, run_sweep
@@ -44,7 +44,9 @@ from sweeper.store._schema import show
 TQDM_NOTICE = "IProgress not found"
 
 
-@cut_at_call
+#: a second Ctrl-C's KeyboardInterrupt is the call's own message, cut at the call as its
+#: errors are
+@cutting(SweeperError, KeyboardInterrupt)
 @entry()
 def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         studies_dir: str | Path = "studies", study: str | None = None,
@@ -88,9 +90,10 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
     :mod:`sweeper.core._spelling`).  A run whose trials all failed still returns its
     study (what failed is in :meth:`Study.trials_dataframe`); Ctrl-C (a notebook's
     interrupt) stops after the trial in flight and returns the study as it stands; a
-    second aborts the call with a :class:`KeyboardInterrupt` raised here, not in the
-    sweep's depths, naming the study that keeps every finished trial (the same call
-    resumes it) (:func:`aborted_line`).  The
+    second aborts the call with a :class:`KeyboardInterrupt` whose traceback is the
+    caller's and the call's one frame (:func:`~sweeper.core._api_errors.cutting`), none of
+    the sweep's the signal landed in, naming the study that keeps every finished trial
+    (the same call resumes it) (:func:`aborted_line`).  The
     variables a device sets for its run (the interpreter's ``TRITON_INTERPRET=1``) are put
     back as they were when it returns, so the caller's later kernels are not interpreted,
     and so is Optuna's verbosity, which the sweep lowers for its own studies, so the

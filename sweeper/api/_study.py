@@ -8,12 +8,13 @@ when asked, so a study that another process is still running is seen as it stand
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper._environ import optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, optional_text, refuse
-from sweeper.api._errors import cut_at_call
+from sweeper.core._api_errors import cut_at_call
 from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
@@ -27,17 +28,19 @@ class Study:
     ``gpu`` it was measured on, :meth:`trials_dataframe`, :attr:`winners`,
     :attr:`baselines`, :meth:`report` and :meth:`export`; ``storage`` is the store it is
     read from (a folder's journal, or a database), its local folder by its absolute path.
-    Made from a folder, the folder is checked at once (:func:`study_in`); a sweeper
-    error from any of its questions has the traceback of the call alone
-    (:mod:`sweeper.api._errors`)."""
+    Made from a folder or a store, it is checked at once (:func:`study_in`,
+    :func:`stored`): a URL, a folder or a store without a study is refused there, saying
+    what is allowed; a sweeper error from any of its questions has the traceback of the
+    call alone
+    (:mod:`sweeper.core._api_errors`)."""
 
     @cut_at_call
     def __init__(self, storage: Storage | str | Path) -> None:
         if not isinstance(storage, (Storage, str, Path)):
             raise refuse("storage", storage, "a study; allowed: a study's folder (text or a "
                          "Path), or a Storage")
-        if not isinstance(storage, Storage):
-            storage = study_in(Path(storage))
+        storage = stored(storage) if isinstance(storage, Storage) else \
+            study_in(_folder(storage))
         # held by its absolute path, whatever the store: a notebook that changes folder
         # (``%cd``) still reads this study, never one of the same relative path, and
         # writes its report and exports into its own folder
@@ -261,6 +264,47 @@ def study_in(path: Path) -> StudyStore:
     raise StudyError(f"{said}{what}; allowed: a study's folder (what sweeper run prints, "
                      "a Study's .path), or sweeper.load_study(NAME) for a study's name under "
                      f"studies_dir{near_study(path, Path('studies'))}")
+
+
+def stored(storage: Storage) -> Storage:
+    """``storage``, a store given to :class:`Study`, checked as a folder is
+    (:func:`study_in`): a journal's folder as that; a database's study where the
+    database holds it and its metadata reads, else a :class:`StudyError` naming the store
+    and what is allowed (never a study whose every question fails later)."""
+    if isinstance(storage, StudyStore):
+        study_in(storage.root)
+        return storage
+    if not storage.exists():
+        raise StudyError(f"Study({storage.location!r}): no study {storage.name!r} there; "
+                         "allowed: a study the database keeps, as sweeper.load_study(NAME, "
+                         "storage=URL) finds it by name")
+    storage.meta()                             # malformed: one line saying so
+    return storage
+
+
+def _folder(given: str | Path) -> Path:
+    """The folder a :class:`Study` is given as text or a path; a URL (a database's, or
+    another scheme's) is refused naming what reads a study from a database, where as a
+    path it would be a folder of a mangled name (``postgresql:/u@host/db``) that is not
+    there."""
+    if not isinstance(given, str) or "://" not in given or Path(given).exists():
+        return Path(given)
+    from sweeper.store._open import SCHEMES, is_database
+    from sweeper.store._url import mask_url
+
+    # a database's Study shows itself as Study('URL (study NAME)')
+    named = re.fullmatch(r"(.*) \(study (.+)\)", given)
+    url, name = (mask_url(named[1]), named[2]) if named else (mask_url(given), "")
+    said = f"Study({url + (f' (study {name})' if name else '')!r}): "
+    if is_database(given):
+        raise StudyError(f"{said}a database URL names no study; allowed: "
+                         f"sweeper.load_study({name or 'NAME'!r}, storage={url!r})"
+                         f"{'' if name else ' for the study NAME it keeps'}, or a study's "
+                         "folder")
+    scheme = given.partition("://")[0]
+    raise StudyError(f"{said}{scheme}:// is no store of studies; allowed: a study's folder, "
+                     f"or sweeper.load_study(NAME, storage=URL) with a {SCHEMES[0]} URL for "
+                     "a study kept in PostgreSQL")
 
 
 def _readable(store: StudyStore) -> StudyStore:

@@ -212,13 +212,18 @@ def _unimported_note(space: Any) -> str:
     where its declaration gives ``refuse=``, that the configs it turns down are counted
     among those measured."""
     from sweeper import plugins
+    from sweeper.kernels._interpreted_ops import LaunchOps
     from sweeper.space import AxisRole
 
     read = plugins.kernel_declaration(space.kernel, user_code=False)
     meta = ", ".join(a.name for a in space.axes if a.role is AxisRole.META) or "none"
     head = f"not checked: kernel {space.kernel} was not imported (plan runs no user code)"
-    tail = ("the estimate counts launches only, not the bytes it moves. `sweeper run` "
-            "checks all of it before measuring")
+    ops = getattr(read, "interpreted_ops", None)      # counted from the Triton source
+    counts = "launches only," if not isinstance(ops, LaunchOps) else \
+        f"its launches and, on the interpreter, the tensor operations each program of " \
+        f"{ops.named} runs, counted from its source,"
+    tail = (f"the estimate counts {counts} not the bytes it moves. `sweeper run` checks "
+            "all of it before measuring")
     refusal = getattr(read, "unchecked_refusal", None)     # code, never run here
     turned_down = "" if refusal is None else \
         f" nor which configs {refusal} turns down (counted here among those it would measure)"

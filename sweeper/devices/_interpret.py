@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from sweeper._environ import one_blas_thread
 from sweeper.bounds import Bounds
 from sweeper.core import DeviceFacts, MeasureSpec
 from sweeper.devices._base import Device, Launch, Measured, PlanCosts
@@ -98,15 +99,19 @@ class InterpretDevice(Device):
 
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
-    """torch's CPU operations on one thread within, as many as before after (the
+    """torch's CPU operations and the BLAS libraries' (NumPy's matmul, which runs a
+    ``tl.dot`` in the interpreter) on one thread within, as many as before after (the
     interpreter runs in the caller's process: ``sweeper.run`` from a notebook keeps
-    its threads)."""
+    its threads): on a shared machine threads that spin waiting for work made a launch's
+    time grow with its tiles, a 128×256 tile's dot taking 3-4 times a 64×64 one's, where
+    on one thread they cost alike (:func:`~sweeper._environ.one_blas_thread`)."""
     import torch
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        yield
+        with one_blas_thread():
+            yield
     finally:
         torch.set_num_threads(before)
 

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from sweeper import plugins
 from sweeper.core import DTYPES, THREAD_BLOCKS, Config, LaunchShape, Problem, parse
+from sweeper.core._api_errors import callers_frame, cut_at_call
 from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.escape import cut
@@ -83,6 +84,7 @@ STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "nvrtc_options": list, "check": list}
 
 
+@cut_at_call
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
          template: str | None = None, nvrtc_options: Sequence[str] = (),
          shared_memory: str | int | None = None) -> CudaLaunch:
@@ -99,7 +101,7 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     ``smem_args``), its names checked as :func:`sweeper.kernel` declares the kernel.
     Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
     ``-DDTYPE``."""
-    caller = sys._getframe(1).f_globals
+    caller = callers_frame(sys._getframe(1)).f_globals
     module_file = caller.get("__file__")
     # no file (a REPL, a notebook, python -c): the current folder, as open() reads it
     folder = Path(module_file).resolve().parent if module_file else Path.cwd()

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.core import DTYPES, Config, Dim, Expr, evaluate, parse
+from sweeper.core._api_errors import cut_at_call
 from sweeper.core._model import FACT_NAMES, WARP_BLOCKS, LaunchShape
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, whole
@@ -607,6 +608,7 @@ def _unfiled(launch: Callable[..., Any], declared: Declaration, main: str = "__m
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@cut_at_call
 @entry(spelled=False)
 def kernel(launch: Callable[..., Any] | None = None, /, *,
            inputs: Mapping[str, Any] | Factory, outputs: Sequence[str] | Mapping[str, Any],
@@ -681,7 +683,9 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model,
         refuse=refuse, check=check)
-    return declared.checked_build if launch is None else declared.checked_build(launch)
+    # the decorator a user applies is a call of the API too: its errors cut at it
+    return cut_at_call(declared.checked_build) if launch is None else \
+        declared.checked_build(launch)
 
 
 def _one_array(footprint_bytes: str | None) -> bool:

@@ -39,6 +39,7 @@ from typing import Any
 from sweeper.core import THREAD_BLOCKS, WARP_BLOCKS, Dim
 from sweeper.errors import SweeperError, statement
 from sweeper.kernels._base import MetaParam, hash_of_source
+from sweeper.kernels._interpreted_ops import LaunchOps, function_ops
 from sweeper.kernels._own_modules import absolute_name, module_file, own_source
 
 #: The class attributes a Kernel subclass's declaration is read from.
@@ -177,6 +178,10 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     arguments = reader.launched_arguments(given[0] if given else node)
     if arguments:
         declared.attrs["triton_arguments"] = arguments
+    functions = reader.launched_functions(given[0] if given else node)
+    if functions:                       # what an interpreted launch runs, for plan
+        declared.attrs["interpreted_ops"] = LaunchOps(tuple(
+            function_ops(f, where=found.where(f)) for f, found in functions))
     return declared
 
 
@@ -751,31 +756,42 @@ class _Reader:
     def launched_arguments(self, launch: ast.AST | None) -> tuple[str, ...]:
         """The arguments of the module's Triton functions ``launch`` (the function a
         ``sweeper.kernel`` call declares, or a name bound to it) launches
-        (``f[grid](...)`` or ``f.fn[grid](...)`` in its body, ``f`` a function defined in
-        the module, or a name bound to ``triton.autotune(...)(f)``), in order; empty where
-        none is read."""
+        (:meth:`launched_functions`), in order; empty where none is read."""
+        names: list[str] = []
+        for function, _ in self.launched_functions(launch):
+            arguments = function.args
+            names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
+                                      *arguments.kwonlyargs) if a.arg not in names]
+        return tuple(names)
+
+    def launched_functions(self, launch: ast.AST | None
+                           ) -> list[tuple[ast.FunctionDef, _Reader]]:
+        """The definitions of the Triton functions ``launch`` (the function a
+        ``sweeper.kernel`` call declares, or a name bound to it) launches (``f[grid](...)``
+        or ``f.fn[grid](...)`` in its body, ``f`` a function defined in the module or one
+        it imports, or a name bound to ``triton.autotune(...)(f)``), each with the reader
+        of its module; empty where none is read."""
         if isinstance(launch, ast.Name):
             launch = self.bound.get(launch.id)
         if not isinstance(launch, ast.FunctionDef):
-            return ()
-        names: list[str] = []
+            return []
+        functions: list[tuple[ast.FunctionDef, _Reader]] = []
         for sub in ast.walk(launch):
             if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Subscript)):
                 continue
             launched = sub.func.value
             if isinstance(launched, ast.Attribute) and launched.attr == "fn":
                 launched = launched.value
-            function = self.function_at(launched)
-            if isinstance(function, ast.FunctionDef):
-                arguments = function.args
-                names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
-                                          *arguments.kwonlyargs) if a.arg not in names]
-        return tuple(names)
+            found = self.found_function(launched)
+            if found is not None and all(found[0] is not f for f, _ in functions):
+                functions.append(found)
+        return functions
 
-    def function_at(self, node: ast.AST) -> ast.AST | None:
+    def found_function(self, node: ast.AST) -> tuple[ast.FunctionDef, _Reader] | None:
         """The definition of the function the name or attribute ``node`` stands for, in
         whichever module binds it (:meth:`resolve`), through ``autotune(...)(f)`` or
-        ``jit(f)``; ``None`` where it cannot be followed."""
+        ``jit(f)``, with the reader of that module; ``None`` where it cannot be
+        followed."""
         try:
             found = self.resolve(node)
             if isinstance(found, _Found) and isinstance(found.node, ast.Call) and \
@@ -783,7 +799,9 @@ class _Reader:
                 found = found.reader.resolve(found.node.args[0])
         except NotLiteral:
             return None
-        return found.node if isinstance(found, _Found) else None
+        if isinstance(found, _Found) and isinstance(found.node, ast.FunctionDef):
+            return found.node, found.reader
+        return None
 
     def short_kernel(self, target: str, name: str, call: ast.Call, launch: ast.AST | None
                      ) -> SourceDeclaration:

@@ -36,11 +36,11 @@ import optuna
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
+from sweeper._environ import one_blas_thread
 from sweeper.samplers._auto_model import ModelGuidedSearch
 from sweeper.samplers._auto_pattern import PatternSearch
 from sweeper.samplers._auto_state import Phase, Proposal, SearchState, Strategy
 from sweeper.samplers._exhaustive import PlannedSampler
-from sweeper.samplers._surrogate import one_blas_thread
 
 
 class AutoSampler(PlannedSampler):

@@ -11,15 +11,12 @@ so the acquisition is exact, with no continuous relaxation and rounding.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 from scipy.stats import norm
-from threadpoolctl import ThreadpoolController
 
 #: Log length scales are searched in [exp(-3), exp(2)] of the unit axis.
 LOG_SCALE_BOUNDS = (-3.0, 2.0)
@@ -29,22 +26,6 @@ NOISE = 1e-3
 #: an even spread of the rest); the fit's cost grows as the cube of its points, and
 #: the posterior is still conditioned on every point.
 FIT_POINTS = 128
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    """The BLAS libraries loaded in this process (numpy's and scipy's), found once."""
-    return ThreadpoolController()
-
-
-def one_blas_thread() -> contextlib.AbstractContextManager[object]:
-    """BLAS on one thread while ``auto`` proposes: its matrices have at most a few hundred
-    rows, where more threads cost more than they save, and threads spinning beside the
-    worker's compiles take its CPU.  ``benchmarks/search_robustness.py --cost`` on a
-    2-core machine: 3-10 times less CPU a proposal (docs/search.md)."""
-    limited: contextlib.AbstractContextManager[object] = _blas().limit(limits=1,
-                                                                     user_api="blas")
-    return limited
 
 
 def _matern52(a: np.ndarray, b: np.ndarray, scales: np.ndarray) -> np.ndarray:
