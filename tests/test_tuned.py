@@ -659,11 +659,12 @@ def test_a_sweeper_cuda_kernels_gone_header_is_named_as_a_cuda_spaces_is(
     ``kernel_source_files``, each tuning entry's ``source_files``, relative to the
     ``.cu`` file's folder): a header deleted since is named as gone, not taken for an
     earlier source, by a lookup (its module imported by the program, or read from its
-    source, never run), by an export, and by a resume (exit 2, nothing written); put
-    back, the study resumes as it was."""
+    source, never run), by an export, and by a resume, ``run``'s and ``plan``'s in one
+    line (exit 2, nothing written), each saying to put it back where the kernel's module
+    or the files it names find it; put back, the study resumes as it was."""
     from sweeper import lookup
     from sweeper.cli import main
-    from tests.test_cuda_kernel import _user_cuda_replay_study
+    from tests.test_cuda_kernel import _user_cuda_replay_study, refused_alike
 
     module = f"usercuda_gone_{'imported' if imported else 'read'}"
     request.addfinalizer(lambda: sys.modules.pop(module, None))
@@ -698,12 +699,15 @@ def test_a_sweeper_cuda_kernels_gone_header_is_named_as_a_cuda_spaces_is(
     assert capsys.readouterr().err.startswith(
         f"sweeper: warning: study s-replay: the source of {module}:copy cannot be found "
         f"here to compare with the one the study measured ({part} is gone: moved, renamed "
-        "or removed since); ")
+        "or removed since); the winners are written as measured, and a lookup of them "
+        "warns so: put it back where the kernel's module or the files it names find it, ")
     kept = {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()}
-    assert main(run) == 2
-    assert capsys.readouterr().err.startswith(
-        "sweeper: st/s-replay: cannot resume, its kernel's source cannot be found as it "
-        f"was measured ({part} is gone: moved, renamed or removed since; kernel_source: ")
+    assert re.fullmatch(
+        r"sweeper: st/s-replay: cannot resume, its kernel's source cannot be found as it "
+        rf"was measured \({re.escape(str(part))} is gone: moved, renamed or removed since; "
+        r"kernel_source: '\w+' -> '\w+'\); put it back where the kernel's module or the "
+        r"files it names find it, or rerun with --force .*\n",
+        refused_alike([["plan", *run[1:run.index("--quiet")]], run], capsys))
     assert {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()} == kept
     part.write_text(text)
     assert main(run) == 0
