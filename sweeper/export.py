@@ -181,7 +181,13 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     footprint rule, where the study recorded none: an older sweeper's; its options too,
     for a kernel built from them, :func:`takes_options`, where the recorded text gives
     none)."""
-    from sweeper.kernels import files_gone, options_missing, put_back, source_hash_now
+    from sweeper.kernels import (
+        files_gone,
+        looked_for,
+        options_missing,
+        put_back,
+        source_hash_now,
+    )
 
     if isinstance(recorded, SweeperError):
         taken = " and ".join(what for what, kept in (
@@ -206,7 +212,7 @@ def warn_source_changed(meta: StudyMeta, options: dict[str, str] | None,
     if now is None and not missing:
         return
     if missing:
-        where = "the study's space or the files it names"
+        where = looked_for(meta.kernel, "the study's space or the files it names")
         warnings.warn(f"study {meta.study}: the source of {meta.kernel} cannot be found here "
                       f"to compare with the one the study measured ({files_gone(missing)}); "
                       "the winners are written as measured, and a lookup of them warns so: "

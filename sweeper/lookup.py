@@ -491,16 +491,21 @@ def unfound(identity: str, options: Mapping[str, str] | None = None,
     (:func:`~sweeper.kernels.options_missing`), or its module is neither imported nor on
     the import path, or no longer defines it (:func:`~sweeper.kernels.source_unfound`);
     ``None`` where none is told.  Nothing is imported."""
-    from sweeper.kernels import files_gone, options_missing, put_back, source_unfound
+    from sweeper.kernels import (
+        files_gone,
+        looked_for,
+        options_missing,
+        put_back,
+        source_unfound,
+    )
 
     missing = options_missing(identity, options or {}, hashed)
+    where = looked_for(identity, "the entry's kernel_options (relative to the tuning "
+                                 "file's folder) or the files they name") if missing else ""
     if missing and not options:     # a user kernel's sweeper.cuda files, from its module
-        where = "the kernel's module or the files it names"
         return (f"{files_gone(missing)}); they are used as they are, unchecked: "
                 f"{put_back(missing, where)}, or to tune the kernel as it is now, {RETUNE}")
     if missing:
-        where = ("the entry's kernel_options (relative to the tuning file's folder) or the "
-                 "files they name")
         return (f"{files_gone(missing)}, or the tuning file moved without "
                 f"{'it' if len(missing) == 1 else 'them'}); they are used as they are, "
                 f"unchecked: {put_back(missing, where)}, or to tune the kernel as it is "

@@ -18,7 +18,14 @@ from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts, recorded_env
 from sweeper.errors import SpaceError, StudyError, SweeperError
 from sweeper.escape import cut
-from sweeper.kernels import Kernel, files_gone, options_hashed, options_missing, put_back
+from sweeper.kernels import (
+    Kernel,
+    files_gone,
+    looked_for,
+    options_hashed,
+    options_missing,
+    put_back,
+)
 from sweeper.plugins import sampler_capabilities
 from sweeper.space import AxisRole, Budget, Config, Configs, Invalid, Origin, Space
 from sweeper.space._files import extended_file
@@ -475,13 +482,16 @@ def _placed(lines: list[str], at: int) -> str:
 
 def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space_text: str,
                    new_configs: bool | None = None, *, keyed: bool = False,
-                   gone: Sequence[str] = ()) -> str:
+                   gone: Sequence[str] = (), kernel: str | None = None) -> str:
     """Why a study whose fingerprint differs from this run's is not resumed, and the ways
     on: its old trials are not comparable with new ones, so mixing them must be asked for.
     What differs is named as it is: the recorded fingerprint damaged (``meta``'s, see
     :func:`fingerprint_damage`), the kernel's source changed, a file it was read from
     gone (``gone``: :func:`_source_gone`, so named, as an edit it is not: put back, the
-    study resumes), or other settings.
+    study resumes, put back where :func:`~sweeper.kernels.looked_for` says for
+    ``kernel``, the space's: a user kernel's ``sweeper.cuda`` files where its module
+    names them; where the space names them where ``kernel`` is not given), or other
+    settings.
     ``new_configs``: whether this run's space has configs the study has not measured
     (:func:`measures_new`; None: not told); with none, ``--force`` is said to
     keep the trials and measure nothing new (a space narrowed back: the trials of the
@@ -510,9 +520,11 @@ def resume_refused(root: Any, changed: list[str], meta: Mapping[str, Any], space
     if source:      # winners come from the new source's trials alone (winners.Sources)
         ways = measure_edited()
     if gone:
+        where = "the space or the files it names"
+        where = where if kernel is None else looked_for(kernel, where)
         return (f"{root}: cannot resume, its kernel's source cannot be found as it was "
                 f"measured ({files_gone(gone)}; {'; '.join(changed)}); "
-                f"{put_back(gone, 'the space or the files it names')}, or {ways}")
+                f"{put_back(gone, where)}, or {ways}")
     why = "its kernel's source changed since it was measured" if source else \
         "it was measured with other settings"
     return f"{root}: cannot resume, {why} ({'; '.join(changed)}); {ways}"
@@ -674,7 +686,7 @@ def check_resumable(store: Storage, wanted: Mapping[str, str], space: Space, for
         raise StudyError(resume_refused(
             store.root, changed, meta, space.text,
             None if facts is None else measures_new(store, space, facts), keyed=space.keyed,
-            gone=_source_gone(changed, space, meta)))
+            gone=_source_gone(changed, space, meta), kernel=space.kernel))
     return changed
 
 

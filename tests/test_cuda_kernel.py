@@ -1619,12 +1619,13 @@ def _cuda_replay_study(tmp_path: Path) -> list[str]:
             "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
 
 
-def _user_cuda_replay_study(tmp_path: Path, module: str) -> list[str]:
+def _user_cuda_replay_study(tmp_path: Path, module: str, form: str = "called",
+                            more: str = "") -> list[str]:
     """A user module ``module`` in ``tmp_path`` whose kernel ``copy`` launches
-    ``sweeper.cuda`` on a copy.cu that includes part.cuh (:func:`user_cuda_module`), a
-    space of it and a replay table of its two configs: the run command, run from
-    ``tmp_path`` (a replay measures it without a GPU)."""
-    user_cuda_module(tmp_path, module)
+    ``sweeper.cuda`` on a copy.cu that includes part.cuh (:func:`user_cuda_module`, of
+    ``form`` and ``more``), a space of it and a replay table of its two configs: the run
+    command, run from ``tmp_path`` (a replay measures it without a GPU)."""
+    user_cuda_module(tmp_path, module, form, more)
     source = tmp_path / "copy.cu"
     source.write_text('#include "part.cuh"\n' + source.read_text())
     (tmp_path / "part.cuh").write_text("// a helper\n")
@@ -1640,6 +1641,38 @@ def _user_cuda_replay_study(tmp_path: Path, module: str) -> list[str]:
             "--no-report"]
 
 
+def refused_alike(commands: list[list[str]], capsys: Any, before: Any = None) -> str:
+    """The one line each of ``commands`` (a ``plan`` and a ``run`` of one study) refuses
+    with (exit 2), the same from each; ``before()``, where given, is called before each
+    (a user's module forgotten, as a new process has not imported it)."""
+    refused = []
+    for command in commands:
+        if before is not None:
+            before()
+        assert main(command) == 2
+        refused.append(capsys.readouterr().err)
+    assert all(said == refused[0] for said in refused)
+    return refused[0]
+
+
+def _plan_sees_the_edit(run: list[str], edited: Path, capsys: Any, before: Any = None
+                        ) -> None:
+    """``plan`` of the study ``run`` measured (in full) would measure nothing; after
+    ``edited`` is edited, ``plan`` refuses the resume in ``run``'s own line, and with
+    ``--force`` counts the configs measured on the earlier source as to measure
+    (``before``: as :func:`refused_alike` calls it)."""
+    plan = ["plan", *run[1:run.index("--quiet")]]
+    capsys.readouterr()
+    assert main(plan) == 0
+    assert "would measure 0 " in capsys.readouterr().out
+    with edited.open("a") as file:
+        file.write("// edited\n")
+    assert "its kernel's source changed" in refused_alike([plan, run], capsys, before)
+    assert main([*plan, "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "would measure 2 on replay: NVIDIA H200" in out and "kernel_source" in out
+
+
 @pytest.mark.parametrize("edited", ["copy.cu", "part.cuh"])
 def test_plan_sees_an_edit_of_a_cuda_kernels_source_as_run_does(tmp_path, capsys, edited):
     """``plan`` hashes a ``cuda`` kernel's source and what it includes as ``run`` does
@@ -1647,21 +1680,37 @@ def test_plan_sees_an_edit_of_a_cuda_kernels_source_as_run_does(tmp_path, capsys
     refuses in run's own line, and with --force it counts the configs measured on the
     earlier source as to measure."""
     run = _cuda_replay_study(tmp_path)
-    plan = ["plan", *run[1:run.index("--quiet")]]
     assert main(run) == 0
-    capsys.readouterr()
-    assert main(plan) == 0
-    assert "would measure 0 " in capsys.readouterr().out
-    with (tmp_path / edited).open("a") as file:
-        file.write("// edited\n")
-    refused = []
-    for command in (plan, run):
-        assert main(command) == 2
-        refused.append(capsys.readouterr().err)
-    assert refused[0] == refused[1] and "its kernel's source changed" in refused[0]
-    assert main([*plan, "--force"]) == 0
-    out = capsys.readouterr().out
-    assert "would measure 2 on replay: NVIDIA H200" in out and "kernel_source" in out
+    _plan_sees_the_edit(run, tmp_path / edited, capsys)
+
+
+@pytest.mark.parametrize("form", USER_CUDA)
+@pytest.mark.parametrize("edited", ["copy.cu", "part.cuh"])
+def test_plan_sees_an_edit_of_a_sweeper_cuda_kernels_files_as_run_does(
+        tmp_path, monkeypatch, capsys, request, form, edited):
+    """A user kernel launching ``sweeper.cuda`` is hashed by ``plan`` as ``run`` hashes
+    it (the value its study records), its module read, never imported: the module's
+    text, then the ``.cu`` file it names and what that includes, the entry, the
+    arguments and the NVRTC options, in each form the declaration is written.  After an
+    edit of the ``.cu`` file or a file it includes, ``plan`` refuses the resume in
+    ``run``'s own line; with ``--force`` it counts the configs measured on the earlier
+    source as to measure."""
+    from sweeper.kernels import source_hash_unrun
+
+    module = f"planedit_{form}_{edited.replace('.', '_')}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    monkeypatch.chdir(tmp_path)
+    run = _user_cuda_replay_study(tmp_path, module, form)
+    declared = tmp_path / f"{module}.py"
+    declared.write_text(declared.read_text().replace(
+        '"n"])', '"n"],\n                     nvrtc_options=["-use_fast_math"])'))
+    assert main(run) == 0
+    recorded = json.loads((tmp_path / "st" / "s-replay" / "study.json").read_text())
+    del sys.modules[module]                 # plan, as in a new process: the module read
+    assert source_hash_unrun(f"{module}:copy") == recorded["kernel_source_hash"]
+    assert module not in sys.modules
+    _plan_sees_the_edit(run, tmp_path / edited, capsys,
+                        lambda: sys.modules.pop(module, None))
 
 
 def test_a_resume_after_an_included_file_is_gone_names_it_not_an_edit(tmp_path, capsys):
@@ -1679,18 +1728,13 @@ def test_a_resume_after_an_included_file_is_gone_names_it_not_an_edit(tmp_path, 
     text = part.read_text()
     part.unlink()
     capsys.readouterr()
-    refused = []
-    for command in (plan, run):
-        assert main(command) == 2
-        refused.append(capsys.readouterr().err)
-    assert refused[0] == refused[1]
     assert re.fullmatch(
         rf"sweeper: {re.escape(str(study))}: cannot resume, its kernel's source cannot be "
         rf"found as it was measured \({re.escape(str(part))} is gone: moved, renamed or "
         r"removed since; kernel_source: '\w+' -> '\w+'\); put it back where the space or "
         r"the files it names find it, or rerun with --force to keep its trials and measure "
         r"its configs again on this source \(.*\), or with --study NEW to measure this "
-        r"source in a new study\n", refused[0])
+        r"source in a new study\n", refused_alike([plan, run], capsys))
     assert {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()} == kept
     part.write_text(text)
     assert main(run) == 0

@@ -539,6 +539,48 @@ def test_an_edit_of_a_module_the_kernel_imports_refuses_a_resume(helper_module, 
     assert "cannot resume, its kernel's source changed" in capsys.readouterr().err
 
 
+#: ``sweeper.kernel``'s arguments in the README's kernel, and its launch's body.
+DECLARED = KERNEL[KERNEL.index("@sweeper.kernel(") + len("@sweeper.kernel("):
+                  KERNEL.index("def scale(")].rstrip()[:-1]
+LAUNCHED = KERNEL[KERNEL.index("    scale_kernel["):]
+#: The README's kernel declared with its launch given to ``sweeper.kernel``: a function
+#: of its module, called or curried, a lambda, or one imported from another module.
+GIVEN = {
+    "passed": f"def launch(x, config):\n{LAUNCHED}\n\n"
+              f"scale = sweeper.kernel(launch, name='scale', {DECLARED})\n",
+    "curried": f"def launch(x, config):\n{LAUNCHED}\n\n"
+               f"scale = sweeper.kernel(name='scale', {DECLARED})(launch)\n",
+    "lambda": f"scale = sweeper.kernel(lambda x, config: {LAUNCHED.strip()}, name='scale', "
+              f"{DECLARED})\n",
+    "imported": f"from HELPER import launch\n\n"
+                f"scale = sweeper.kernel(launch, name='scale', {DECLARED})\n",
+}
+
+
+@pytest.mark.parametrize("form", GIVEN)
+def test_plan_hashes_a_kernel_given_its_module_s_own_launch_as_run_does(
+        tmp_path, monkeypatch, request, form):
+    """``plan`` tells the source hash of a kernel declared by ``sweeper.kernel(launch,
+    ...)`` (or ``sweeper.kernel(...)(launch)``) from its module's text, as a run of it
+    records it, where the module defines the launch (a function, a lambda), as it does
+    for a decorated one; where the launch is imported from another module, whose text
+    the run hashes instead, ``plan`` does not tell it."""
+    from sweeper.kernels import load_kernel
+    from sweeper.kernels._unimported import module_source_hash
+
+    module, helper = f"given_{uuid.uuid4().hex[:8]}", f"launch_{uuid.uuid4().hex[:8]}"
+    head = KERNEL[:KERNEL.index("@sweeper.kernel(")]
+    (tmp_path / f"{module}.py").write_text(head + GIVEN[form].replace("HELPER", helper))
+    (tmp_path / f"{helper}.py").write_text(
+        head.replace("import sweeper\n", "") + f"def launch(x, config):\n{LAUNCHED}")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    request.addfinalizer(lambda: [sys.modules.pop(m, None) for m in (module, helper)])
+    unrun = module_source_hash(f"{module}:scale")
+    assert module not in sys.modules
+    imported = load_kernel(f"{module}:scale").source_hash()
+    assert unrun == (None if form == "imported" else imported)
+
+
 def test_a_kernel_walks_its_module_s_imports_once(helper_module, tmp_path, monkeypatch):
     """The user's own modules a kernel's module imports are found once, as its source is
     read: the files the sweep watches are those whose text the source holds, never walked

@@ -659,11 +659,12 @@ def test_a_sweeper_cuda_kernels_gone_header_is_named_as_a_cuda_spaces_is(
     ``kernel_source_files``, each tuning entry's ``source_files``, relative to the
     ``.cu`` file's folder): a header deleted since is named as gone, not taken for an
     earlier source, by a lookup (its module imported by the program, or read from its
-    source, never run), by an export, and by a resume (exit 2, nothing written); put
-    back, the study resumes as it was."""
+    source, never run), by an export, and by a resume, ``run``'s and ``plan``'s in one
+    line (exit 2, nothing written), each saying to put it back where the kernel's module
+    or the files it names find it; put back, the study resumes as it was."""
     from sweeper import lookup
     from sweeper.cli import main
-    from tests.test_cuda_kernel import _user_cuda_replay_study
+    from tests.test_cuda_kernel import _user_cuda_replay_study, refused_alike
 
     module = f"usercuda_gone_{'imported' if imported else 'read'}"
     request.addfinalizer(lambda: sys.modules.pop(module, None))
@@ -698,16 +699,67 @@ def test_a_sweeper_cuda_kernels_gone_header_is_named_as_a_cuda_spaces_is(
     assert capsys.readouterr().err.startswith(
         f"sweeper: warning: study s-replay: the source of {module}:copy cannot be found "
         f"here to compare with the one the study measured ({part} is gone: moved, renamed "
-        "or removed since); ")
+        "or removed since); the winners are written as measured, and a lookup of them "
+        "warns so: put it back where the kernel's module or the files it names find it, ")
     kept = {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()}
-    assert main(run) == 2
-    assert capsys.readouterr().err.startswith(
-        "sweeper: st/s-replay: cannot resume, its kernel's source cannot be found as it "
-        f"was measured ({part} is gone: moved, renamed or removed since; kernel_source: ")
+    assert re.fullmatch(
+        r"sweeper: st/s-replay: cannot resume, its kernel's source cannot be found as it "
+        rf"was measured \({re.escape(str(part))} is gone: moved, renamed or removed since; "
+        r"kernel_source: '\w+' -> '\w+'\); put it back where the kernel's module or the "
+        r"files it names find it, or rerun with --force .*\n",
+        refused_alike([["plan", *run[1:run.index("--quiet")]], run], capsys))
     assert {p.name: p.read_bytes() for p in study.iterdir() if p.is_file()} == kept
     part.write_text(text)
     assert main(run) == 0
     assert "done: 0 measured" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("edited", ["copy.cu", "part.cuh"])
+def test_a_sweeper_cuda_kernels_edited_file_makes_its_winners_stale(
+        tmp_path, monkeypatch, capsys, request, edited):
+    """A user kernel launching ``sweeper.cuda`` is stale, as a ``cuda`` space's is, after
+    an edit of its ``.cu`` file or of a file that includes: a lookup of its tuning file
+    in a new process (``sweeper tuned``, or a program that has not imported its module)
+    hashes its module's text and those files, the module read, never run, warns in one
+    line that its winners were tuned for an earlier source, and marks the line STALE; an
+    export of its study says the source changed."""
+    from sweeper import lookup
+    from sweeper.cli import main
+    from tests.test_cuda_kernel import _user_cuda_replay_study
+
+    module = f"usercuda_edited_{edited.replace('.', '_')}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    monkeypatch.chdir(tmp_path)
+    assert main(_user_cuda_replay_study(tmp_path, module)) == 0
+    assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
+    del sys.modules[module]                         # a new process: its source read
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())
+    asked = {"dtype": "float32", "footprint": 4096, "gpu": "replay: NVIDIA H200",
+             "path": "tuning.json"}
+    cli = ["tuned", f"{module}:copy", "--footprint", "4KiB", "--gpu", "replay: NVIDIA H200",
+           "--tuning", "tuning.json"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not tuned(f"{module}:copy", **asked).stale
+    capsys.readouterr()
+    with (tmp_path / edited).open("a") as file:
+        file.write("// edited\n")
+    said = (rf"tuning.json: the winners of copy were tuned for an earlier source of "
+            rf"{module}:copy \(tuned .*study s-replay\); they are used as they are: to tune "
+            r"its source as it is now, run its space into a new study .*")
+    with pytest.warns(StaleTuningWarning, match=said):
+        assert tuned(f"{module}:copy", **asked).stale
+    assert module not in sys.modules
+    monkeypatch.setattr(lookup, "_STALE_WARNED", set())     # `sweeper tuned`: a new process
+    assert main(cli) == 0
+    out, err = capsys.readouterr()
+    assert out.rstrip("\n").endswith("; STALE: tuned for an earlier source of the kernel")
+    assert err.count("\n") == 1 and re.fullmatch(f"sweeper: warning: {said}", err.rstrip())
+    assert main(["export", "st/s-replay", "-o", "again.json"]) == 0
+    assert capsys.readouterr().err.startswith(
+        f"sweeper: warning: study s-replay: the source of {module}:copy changed since the "
+        "study measured it; ")
+    assert module not in sys.modules
 
 
 def test_a_cuda_kernels_tuned_line_names_its_block_without_triton_s_warps(

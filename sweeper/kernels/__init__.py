@@ -203,6 +203,18 @@ def put_back(missing: Sequence[str], where: str) -> str:
     return f"put {them} back where {where} find {them}"
 
 
+def looked_for(name: str, kept: str) -> str:
+    """Where the files :func:`options_missing` names of kernel ``name`` are looked for, as
+    a message naming them gone says it (:func:`put_back`): a built-in's by the options it
+    was built from, where they were ``kept`` (a space, a tuning entry's
+    ``kernel_options``), or by the files they name; a user kernel's ``sweeper.cuda``
+    files by its module, whose call names its ``.cu`` file (relative to the module's
+    folder), or by the files that names.  Nothing but a built-in's declaration is
+    imported."""
+    return kept if _builtin_declaration(name) is not None else \
+        "the kernel's module or the files it names"
+
+
 def source_missing(name: str) -> bool:
     """Whether kernel ``name``'s source cannot be found to compare with a tuned hash: a
     ``module:attr`` (or an installed plugin's) whose module is neither imported nor a
@@ -337,6 +349,7 @@ __all__ = [
     "kernel_class",
     "launch_shape",
     "load_kernel",
+    "looked_for",
     "moved_options",
     "named_by",
     "options_hashed",

@@ -34,13 +34,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeper.core import THREAD_BLOCKS, WARP_BLOCKS, Dim
 from sweeper.errors import SweeperError, statement
 from sweeper.kernels._base import MetaParam, hash_of_source
 from sweeper.kernels._interpreted_ops import LaunchOps, function_ops
 from sweeper.kernels._own_modules import absolute_name, module_file, own_source
+
+if TYPE_CHECKING:      # built only where a sweeper.cuda launch is read (plan, lookups)
+    from sweeper.kernels._cuda_build import CudaLaunch
 
 #: The class attributes a Kernel subclass's declaration is read from.
 CLASS_ATTRS = ("dims", "meta_params", "options", "option_defaults", "optional_options",
@@ -93,6 +96,11 @@ TOO_DEEP = "nested too deeply to read"
 #: import kern``, a package re-exporting it...): a chain past it, or a loop of modules
 #: importing one another, is named, not followed.
 MOST_HOPS = 32
+#: ``sweeper.cuda``'s parameters (:func:`~sweeper.kernels._cuda_form.cuda`), each
+#: to its default (``...``: none, it must be given), and those it takes by position.
+CUDA_PARAMETERS: Mapping[str, Any] = MappingProxyType({
+    "source": ..., "entry": ..., "args": ..., "template": None, "nvrtc_options": ()})
+CUDA_POSITIONAL = ("source", "entry", "args")
 #: No names bound by a comprehension (outside any).
 _NO_NAMES: Mapping[str, Any] = MappingProxyType({})
 
@@ -186,13 +194,20 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
 
 
 def module_source_hash(target: str) -> str | None:
-    """The source hash a study of kernel ``module:attr`` ``target`` records, where that is
-    the hash of its module's text (read here, never run): a function the module declares
-    with ``@sweeper.kernel(...)``, whose source is its module's and that of the user's
-    own modules it imports (:func:`~sweeper.kernels._short_form.kernel`).  ``None`` for
-    any other kernel (a Kernel subclass hashes its class; a launch passed to
-    ``kernel(...)`` may come from another module) or a module that cannot be found or
-    read."""
+    """The source hash a study of kernel ``module:attr`` ``target`` records, where its
+    module's text tells it (read here, never run), as the kernel's
+    :meth:`~sweeper.kernels._short.ShortKernel.source` gives it: a ``sweeper.kernel``
+    declaration whose launch the module itself defines hashes the module's text and that
+    of the user's own modules it imports (:func:`~sweeper.kernels._short_form.kernel`):
+    a function it decorates, or one of the module's own functions it is given
+    (``kernel(launch, ...)``, a lambda too); one given a ``sweeper.cuda(...)`` launch
+    (``kernel(sweeper.cuda(...), ...)``, or a module-level name bound to that call), whose
+    arguments are literals, hashes after those the ``.cu`` file it names and each file
+    that includes, its entry, arguments and NVRTC options, read as a run reads them,
+    nothing compiled (:meth:`_Reader.cuda_launch`).  ``None`` for any other kernel (a
+    Kernel subclass hashes its class; a launch imported from another module hashes
+    that one's), a module that cannot be found or read, or a ``.cu`` file that cannot
+    (a run refuses to import it)."""
     module, _, attr = target.partition(":")
     found = module_file(module)
     if found is None:
@@ -203,11 +218,25 @@ def module_source_hash(target: str) -> str | None:
         tree = ast.parse(text, filename=found)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    reader = _Reader(Path(found), tree)
+    reader = _Reader(Path(found), tree, text, module=module)
     node = reader.bound.get(attr)
-    if not isinstance(node, ast.FunctionDef) or reader.short_call(node) is None:
+    call = reader.short_call(node)
+    if call is None:
         return None
-    return hash_of_source(text + own_source(module, found) if text else text)
+    compiled = ""
+    if not isinstance(node, ast.FunctionDef):
+        given = (node if isinstance(node, ast.Call) and node.func is call else call).args
+        launch = given[0] if given else None
+        cuda = reader.cuda_launch(launch)
+        if cuda is not None:
+            try:
+                compiled = cuda.kernel_source()
+            except OSError:
+                return None
+        elif reader.cuda_call(launch) is not None or \
+                reader.function(launch, launch=True) is None:
+            return None
+    return hash_of_source(text + own_source(module, found) + compiled if text else text)
 
 
 def compile_error(target: str) -> SyntaxError | None:
@@ -752,6 +781,42 @@ class _Reader:
         if not isinstance(value, str) or not value or "\0" in value:
             return None
         return (self.file.resolve().parent / value).resolve()
+
+    def cuda_launch(self, launch: ast.AST | None) -> CudaLaunch | None:
+        """The :class:`~sweeper.kernels._cuda_build.CudaLaunch` the ``sweeper.cuda(...)``
+        launch ``launch`` makes as the module runs it, built here from the call's
+        arguments (each a literal, or a module-level name bound to one; bound to
+        :data:`CUDA_PARAMETERS` as Python binds a call's), nothing read or compiled:
+        its :meth:`~sweeper.kernels._cuda_build.CudaLaunch.kernel_source` is what a
+        study's source hash holds besides the module's text.  ``None`` where only running
+        the module gives one (a value computed, ``*args`` or ``**options``), or where
+        ``sweeper.cuda`` would refuse the call's arguments (their number, a keyword it
+        does not take, a value of a type it does not take)."""
+        from sweeper.kernels._cuda_build import CudaLaunch
+
+        call = self.cuda_call(launch)
+        path = self.cuda_source(launch)
+        if call is None or path is None or len(call.args) > len(CUDA_POSITIONAL) or \
+                any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        nodes = dict(zip(CUDA_POSITIONAL, call.args, strict=False))
+        for keyword in call.keywords:
+            if keyword.arg is None or keyword.arg not in CUDA_PARAMETERS or \
+                    keyword.arg in nodes:
+                return None                             # **options; one it does not take
+            nodes[keyword.arg] = keyword.value
+        try:
+            given = {name: self.read(node) for name, node in nodes.items()}
+        except NotLiteral:
+            return None
+        values = {**CUDA_PARAMETERS, **given}
+        entry, args, template, options = (values[k] for k in (
+            "entry", "args", "template", "nvrtc_options"))
+        if not isinstance(entry, str) or not isinstance(args, (list, tuple)) or \
+                not isinstance(template, (str, type(None))) or \
+                not isinstance(options, (list, tuple)):
+            return None
+        return CudaLaunch(path, entry, args, template, self.module, options)
 
     def launched_arguments(self, launch: ast.AST | None) -> tuple[str, ...]:
         """The arguments of the module's Triton functions ``launch`` (the function a
