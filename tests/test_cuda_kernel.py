@@ -777,6 +777,93 @@ def test_an_axis_the_source_never_names_passes_where_the_grid_or_args_read_it(cu
     assert [len(v) for k, v in space.choices().items() if k in ("WAVES", "PAD")] == [2, 2]
 
 
+def test_a_meta_parameter_args_passes_runs_resumes_and_exports(tmp_path, capsys):
+    """A meta-parameter axis that ``args`` passes (``PAD``, which no define reads) is known
+    wherever the kernel is built again from its options, not only as the space is read:
+    ``run`` measures every config, in worker processes too, a resume and ``plan`` find its
+    trials, and ``export`` and a lookup of its winners hash the kernel's source now as
+    the run did, so an edit of the .cu file since is told of."""
+    run = _cuda_replay_study(tmp_path, pads=(1, 2))
+    assert main([*run, "--workers", "process"]) == 0
+    study = tmp_path / "st" / "s-replay"
+    rows = [json.loads(line) for line in (study / "trials.jsonl").read_text().splitlines()]
+    assert sorted((r["config"]["meta"]["VEC"], r["config"]["meta"]["PAD"], r["status"])
+                  for r in rows if r.get("kind") == "trial") == \
+        [(v, p, "ok") for v in (1, 4) for p in (1, 2)]
+    capsys.readouterr()
+    assert main(run) == 0
+    assert "done: 0 measured" in capsys.readouterr().out
+    assert main(["plan", *run[1:run.index("--quiet")]]) == 0
+    assert "would measure 0 " in capsys.readouterr().out
+    tuning = tmp_path / "tuning.json"
+    export = ["export", str(study), "-o", str(tuning)]
+    assert main(export) == 0
+    assert json.loads(tuning.read_text())["entries"][0]["meta"] == {"VEC": 4, "PAD": 1}
+    tuned = ["tuned", "cuda:copy.cu:copy", "--footprint", "4KiB", "--gpu",
+             "replay: NVIDIA H200", "--tuning", str(tuning)]
+    assert main(tuned) == 0
+    assert "VEC=4 PAD=1" in capsys.readouterr().out
+    with (tmp_path / "copy.cu").open("a") as file:
+        file.write("// edited\n")
+    assert main(export) == 0
+    assert "the source of cuda changed since the study measured it" in \
+        capsys.readouterr().err
+    assert main(tuned) == 0
+    assert "were tuned for an earlier source" in capsys.readouterr().err
+
+
+def test_a_name_args_passes_that_is_no_axis_is_refused_at_the_args_line(tmp_path, capsys):
+    """A name ``args`` passes that is no tensor, dimension or axis (``PADS`` beside the
+    axis ``PAD``) is refused by ``run`` at the args line, nothing written: only a name
+    the space sweeps is taken as a meta-parameter."""
+    run = _cuda_replay_study(tmp_path, pads=(1, 2))
+    space = tmp_path / "s.yaml"
+    space.write_text(space.read_text().replace("n, PAD]", "n, PADS]"))
+    assert main(run) == 2
+    assert capsys.readouterr().err == (
+        f"{space}:7: kernel.args: argument 'PADS' is no tensor, dimension or number; known: "
+        "src, dst, n, VEC, PAD\n")
+    assert not (tmp_path / "st").exists()
+
+
+@pytest.mark.parametrize(("arg", "kind"), [("PAD", "int32"), ("'PAD:int64'", "int64")])
+def test_a_meta_parameter_args_passes_is_launched_as_the_configs_integer(
+        tmp_path, monkeypatch, arg, kind):
+    """The kernel a run builds from its options alone launches a meta-parameter that
+    ``args`` passes as the config's value, in its C type: untyped an ``int`` (int32),
+    typed as written, after the tensors' pointers and the dimension (CuPy faked: the
+    values the function is called with)."""
+    import contextlib
+    import types
+
+    import numpy
+
+    from sweeper.kernels._cuda_build import _defines
+
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    (tmp_path / "s.yaml").write_text(space_text(args=f"[dst, src, 'n:int64', {arg}]").replace(
+        "  VEC: [1, 4]\n", "  VEC: [1, 4]\n  PAD: [1, 2]\n"))
+    space = load_space(tmp_path / "s.yaml")
+    launch = load_kernel(space.kernel, space.kernel_options).plan.launch
+    config = Config(problem=Problem("float32", 4096), grid=8, block=128,
+                    meta={"VEC": 4, "PAD": 2})
+    called = []
+    launch.loaded[_defines(launch, config)] = \
+        lambda grid, block, args, shared_mem: called.append(args)
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(Device=lambda index: contextlib.nullcontext(),
+                                      ExternalStream=lambda ptr: contextlib.nullcontext())
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(torch.cuda, "current_stream",
+                        lambda device: types.SimpleNamespace(cuda_stream=0))
+    src, dst = torch.empty(1024), torch.empty(1024)
+    launch(config, src=src, dst=dst)
+    (args,) = called
+    assert [type(a) for a in args] == [numpy.uint64, numpy.uint64, numpy.int64,
+                                       getattr(numpy, kind)]
+    assert list(args) == [dst.data_ptr(), src.data_ptr(), 1024, 2]
+
+
 def test_a_define_may_be_swept_off_as_0_and_no_lower(cu_space, capsys):
     """A CUDA switch (``#if USE_SHARED``) is swept over 0 and 1 as the space writes it; the
     define is no Triton constexpr and takes 0 without a declaration a space cannot give."""
@@ -1532,6 +1619,24 @@ def test_a_compile_error_is_recorded_and_the_gpu_sweep_goes_on(tmp_path, monkeyp
     assert "VEC 2 is refused here" in reason
 
 
+@pytest.mark.gpu
+def test_a_meta_parameter_args_passes_reaches_the_kernel_on_the_gpu(tmp_path, monkeypatch):
+    """A meta-parameter ``args`` passes reaches the entry as the config's ``int``: a copy
+    that writes nothing where its argument is not its define's value (an argument passed
+    wrong, or of another width) leaves its output poisoned and fails its check."""
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "copy.cu").write_text(COPY_CU.read_text().replace(
+        "long long n) {\n", "long long n, int pad) {\n    if (pad != PAD) return;\n"))
+    (tmp_path / "space.yaml").write_text(space_text(args="[dst, src, 'n:int64', PAD]").replace(
+        "  VEC: [1, 4]\n", "  VEC: [1, 4]\n  PAD: [1, 2]\n") + "sampler: exhaustive\n")
+    assert main(["run", str(tmp_path / "space.yaml"), "--studies-dir", str(tmp_path / "s"),
+                 "--quiet", "--no-report"]) == 0
+    rows = [json.loads(line) for line in
+            (tmp_path / "s" / "space" / "trials.jsonl").read_text().splitlines()]
+    assert sorted((r["config"]["meta"]["PAD"], r["status"]) for r in rows
+                  if r.get("kind") == "trial") == [(1, "ok"), (1, "ok"), (2, "ok"), (2, "ok")]
+
+
 def test_a_graph_capture_runs_with_the_garbage_collector_off(monkeypatch):
     """A CUDA C kernel's module collected mid-capture unloads itself, which the driver
     refuses while a stream captures: the capture runs with collection off, and collection
@@ -1603,18 +1708,23 @@ def test_an_included_file_is_gone_only_where_the_recorded_hash_read_it(tmp_path)
     assert unfound_includes(files, ["gone\0.cuh", "/"]) == ()     # a hostile record: none
 
 
-def _cuda_replay_study(tmp_path: Path) -> list[str]:
+def _cuda_replay_study(tmp_path: Path, pads: tuple[int, ...] = ()) -> list[str]:
     """A ``cuda`` space beside a copy.cu that includes part.cuh, and a replay table of its
-    two configs: the run command (a replay measures it without a GPU)."""
+    two configs: the run command (a replay measures it without a GPU).  ``pads``: a
+    meta-parameter axis ``PAD`` of these values too, which ``args`` passes to the entry
+    and no define reads (two configs each)."""
     (tmp_path / "copy.cu").write_text('#include "part.cuh"\n' + COPY_CU.read_text())
     (tmp_path / "part.cuh").write_text("// a helper\n")
-    (tmp_path / "s.yaml").write_text(space_text())
-    rows = [f'{vec},128,{cache},float32,4KiB,"cdiv(n, block)",ok,{ms},{ms} {ms} {ms}'
-            for vec, ms in ((1, 0.01), (4, 0.008)) for cache in ("cold", "warm")]
+    text = space_text(args="[dst, src, n, PAD]" if pads else "[dst, src, n]")
+    (tmp_path / "s.yaml").write_text(text.replace(
+        "  VEC: [1, 4]\n", f"  VEC: [1, 4]\n  PAD: {list(pads)}\n") if pads else text)
+    rows = [f'{vec},{pad}128,{cache},float32,4KiB,"cdiv(n, block)",ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008)) for pad in [f"{p}," for p in pads] or [""]
+            for cache in ("cold", "warm")]
     (tmp_path / "t.csv").write_text(
         "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
-        "# kernel: cuda\nVEC,block,cache,dtype,footprint,grid,status,median_ms,samples_ms\n"
-        + "\n".join(rows) + "\n")
+        f"# kernel: cuda\nVEC,{'PAD,' if pads else ''}block,cache,dtype,footprint,grid,status,"
+        "median_ms,samples_ms\n" + "\n".join(rows) + "\n")
     return ["run", str(tmp_path / "s.yaml"), "--device", f"replay:{tmp_path / 't.csv'}",
             "--studies-dir", str(tmp_path / "st"), "--quiet", "--no-report"]
 

@@ -147,7 +147,8 @@ class CudaDeclaration(Kernel):
         "entry": "the __global__ function to launch (the one template instantiates)",
         "inputs": "the tensors read, by shape: {src: n} or {a: \"M, K\"}",
         "outputs": "new tensors by shape ({dst: n}), or inputs written in place ([x])",
-        "args": "the entry's arguments in order: tensors, dimensions, numbers ([dst, src, n])",
+        "args": "the entry's arguments in order: tensors, dimensions, meta-parameter axes "
+                "(each config's value), numbers ([dst, src, n])",
         "reference": "module:function or file.py:function, called with the inputs",
         "template": "a template instantiation such as copy<{VEC}, {UNROLL}>",
         "dims": "the problem's dimensions and default sizes ({n: 1048576})",
@@ -269,10 +270,11 @@ class CudaDeclaration(Kernel):
     @classmethod
     def specialize(cls, options: Mapping[str, str], params: Any) -> type[Kernel]:
         """The short kernel these options declare, its meta-parameters the axes ``params``
-        names (``None``, as a run constructs it: none declared), its model the one
-        ``model`` names (:mod:`sweeper.kernels._model_form`; the names its settings read
-        are checked against those axes and the dimensions, and unchecked where there are
-        none)."""
+        names (``None``, as a run, its workers, a resume, ``plan``, a lookup or an export
+        rebuild it from the options alone: those ``args`` passes, :func:`_passed_meta`),
+        its model the one ``model`` names (:mod:`sweeper.kernels._model_form`; the names
+        its settings read are checked against those axes and the dimensions, and
+        unchecked where there are none)."""
         unfit = nvrtc_option_problem(json.loads(options.get("nvrtc_options", "[]")))
         if unfit is not None:                   # at the option that is wrong
             raise OptionError("nvrtc_options" if unfit[0] is None else
@@ -302,8 +304,10 @@ class CudaDeclaration(Kernel):
             raise OptionError("headline", "tflops is flops over the median, and the kernel "
                               "declares no flops; allowed: gbps, or tflops beside flops: "
                               "FLOPs one launch does, over the dimensions (2 * M * N * K)")
-        wrong = launch.args_problem((*inputs, *(outputs if isinstance(outputs, dict) else ())),
-                                    names, meta)
+        tensors = (*inputs, *(outputs if isinstance(outputs, dict) else ()))
+        if params is None:                      # rebuilt from the options: args names them
+            meta = [*meta, *_passed_meta(launch, tensors, names, meta)]
+        wrong = launch.args_problem(tensors, names, meta)
         if wrong is not None:                   # at args, before build's
             raise OptionError("args", wrong)
         shared = launch.shared_memory_problem(names, meta) if params is not None else None
@@ -521,6 +525,21 @@ def _meta_names(options: Mapping[str, str], params: Any) -> list[str]:
             raise OptionError("template", f"{template!r} reads {{{missing[0]}}}, which is no "
                               f"meta-parameter axis of params; known: {', '.join(meta) or 'none'}")
     return meta
+
+
+def _passed_meta(launch: CudaLaunch, tensors: Sequence[str], dims: Sequence[str],
+                 meta: Sequence[str]) -> list[str]:
+    """The meta-parameters ``args`` passes, read from the options alone: each name it
+    passes that is no tensor, dimension, number nor one of ``meta``.  A kernel rebuilt
+    from its options knows no axes (they are the space's), yet the space was read first,
+    and there ``args`` was checked against its axes, a name that is none refused at the
+    args line; so each such name is an axis of it, and each launch passes the config's
+    value (:meth:`~sweeper.kernels._cuda_build.CudaLaunch.__call__`).  What is no name
+    (``n + 1``) is left to the args check, which refuses it here too."""
+    known = {*tensors, *dims, *meta}
+    return list(dict.fromkeys(
+        name for name in (Arg.read(a).name for a in launch.raw_args)
+        if name not in known and IDENTIFIER.fullmatch(name)))
 
 
 def _texts(launch: CudaLaunch) -> dict[Path, str] | None:
