@@ -188,6 +188,41 @@ def test_shared_memory_past_48_kib_is_claimed_and_past_the_gpu_s_limit_refused()
     assert reason.startswith("OutOfResources: shared_memory 'block_size_x * TILE * 4' asks")
 
 
+def test_a_loaded_function_s_shared_memory_is_read_and_raised_through_the_driver(
+        monkeypatch):
+    """The function a CuPy module gives has no shared memory properties (only a
+    ``RawKernel`` has): they are read and set with ``cuFuncGetAttribute`` and
+    ``cuFuncSetAttribute`` on its pointer, the static size (1) and the dynamic maximum (8)."""
+    import sys
+    import types
+
+    from sweeper.kernels._cuda_build import DriverAttributes
+
+    attributes = {(0xBEEF, 1): 1024, (0xBEEF, 8): 48 * 1024 - 1024}
+    calls: list[tuple[str, int, int, int]] = []
+
+    def get(attribute: int, ptr: int) -> int:
+        return attributes[ptr, attribute]
+
+    def set_(ptr: int, attribute: int, value: int) -> None:
+        calls.append(("set", ptr, attribute, value))
+        attributes[ptr, attribute] = value
+
+    driver = types.SimpleNamespace(funcGetAttribute=get, funcSetAttribute=set_)
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.driver = driver                             # type: ignore[attr-defined]
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = cuda                                 # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+
+    function = types.SimpleNamespace(ptr=0xBEEF)     # as cupy.cuda.function.Function
+    claim_shared_memory(DriverAttributes(function), 64 * 1024, 232448, "TILE * 4")
+    assert calls == [("set", 0xBEEF, 8, 64 * 1024)]
+    with pytest.raises(OutOfResources, match="beside the kernel's 1024 B static"):
+        claim_shared_memory(DriverAttributes(function), 232448, 232448, "TILE * 4")
+
+
 def test_shared_memory_is_part_of_the_kernel_s_source(staged_space):
     """Another ``shared_memory`` is another kernel to a study (its source hash), as
     another NVRTC option is; a kernel without one hashes as it did before."""
@@ -593,8 +628,8 @@ def _the_winner_compiles_and_launches_as_exported(folder: Path, study: Path) -> 
     module = cupy.RawModule(code=launch.source.read_text(), options=launch.options,
                             name_expressions=[launch.name])
     function = module.get_function(launch.name)
-    if launch.shared_mem > 48 * 1024:
-        function.max_dynamic_shared_size_bytes = launch.shared_mem
+    if launch.shared_mem > 48 * 1024:               # as TunedLaunch's docstring says
+        cupy.cuda.driver.funcSetAttribute(function.ptr, 8, launch.shared_mem)
     n = 65536 // 4
     src = cupy.random.rand(n, dtype=cupy.float32)
     dst = cupy.zeros_like(src)

@@ -88,8 +88,9 @@ class TunedLaunch(NamedTuple):
         module.get_function(launch.name)(launch.grid, launch.block, args,
                                          shared_mem=launch.shared_mem)
 
-    (a ``shared_mem`` past 48 KiB needs the function's ``max_dynamic_shared_size_bytes``
-    raised to it first)."""
+    (a ``shared_mem`` past 48 KiB needs the function's maximum raised to it first, as
+    ``cudaFuncSetAttribute`` does: ``cupy.cuda.driver.funcSetAttribute(function.ptr, 8,
+    launch.shared_mem)``, 8 being ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``)."""
 
     #: the entry, or its template's instantiation (``copy<4, 2>``): what NVRTC is asked to
     #: name (``name_expressions``) and the function is looked up by
@@ -449,7 +450,7 @@ class CudaLaunch:
         function, gpu = self.loaded[key], cupy.cuda.Device(device.index or 0)
         with gpu, cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
             if shared and (key, shared) not in self._claimed:
-                claim_shared_memory(function, shared,
+                claim_shared_memory(DriverAttributes(function), shared,
                                     gpu.attributes["MaxSharedMemoryPerBlockOptin"],
                                     str(self.shared_memory))
                 self._claimed.add((key, shared))
@@ -492,6 +493,34 @@ def shared_memory_env(config: Config) -> dict[str, int]:
            **{name: 1 for name in EXTENT_DEFINES}, **dict(config.meta)}
     env.update(block=config.block, **{BLOCK_DEFINE: config.block})
     return env
+
+
+class DriverAttributes:
+    """A loaded CuPy function's shared memory as :func:`claim_shared_memory` reads and
+    sets it, through the CUDA driver (``cuFuncGetAttribute``, ``cuFuncSetAttribute``):
+    the ``Function`` a module gives has no such properties, only ``RawKernel`` has."""
+
+    #: ``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`` and ``..._MAX_DYNAMIC_SHARED_SIZE_BYTES``
+    #: (the driver API's values)
+    STATIC, MAX_DYNAMIC = 1, 8
+
+    def __init__(self, function: Any) -> None:
+        self.ptr = int(function.ptr)
+
+    @property
+    def shared_size_bytes(self) -> int:
+        from cupy.cuda import driver
+        return int(driver.funcGetAttribute(self.STATIC, self.ptr))
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        from cupy.cuda import driver
+        return int(driver.funcGetAttribute(self.MAX_DYNAMIC, self.ptr))
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, size: int) -> None:
+        from cupy.cuda import driver
+        driver.funcSetAttribute(self.ptr, self.MAX_DYNAMIC, int(size))
 
 
 def claim_shared_memory(function: Any, size: int, limit: int, written: str) -> None:
