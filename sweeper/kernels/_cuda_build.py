@@ -509,16 +509,20 @@ class DriverAttributes:
 
     @property
     def shared_size_bytes(self) -> int:
+        """The function's static shared memory, in bytes a block."""
         from cupy.cuda import driver
         return int(driver.funcGetAttribute(self.STATIC, self.ptr))
 
     @property
     def max_dynamic_shared_size_bytes(self) -> int:
+        """The most dynamic shared memory a launch of the function may give a block, in
+        bytes (48 KiB less its static until raised)."""
         from cupy.cuda import driver
         return int(driver.funcGetAttribute(self.MAX_DYNAMIC, self.ptr))
 
     @max_dynamic_shared_size_bytes.setter
     def max_dynamic_shared_size_bytes(self, size: int) -> None:
+        """Raise that maximum to ``size``, as ``cudaFuncSetAttribute`` does."""
         from cupy.cuda import driver
         driver.funcSetAttribute(self.ptr, self.MAX_DYNAMIC, int(size))
 
