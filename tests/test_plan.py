@@ -450,6 +450,39 @@ def test_a_user_kernels_interpreted_launch_counts_its_triton_functions_operation
         "the bytes it moves" in capsys.readouterr().out
 
 
+def test_the_builtin_matmul_counts_its_interpreted_operations_from_its_source(monkeypatch):
+    """The built-in ``matmul`` declared no count, so an interpreted launch was priced at
+    one copy step (9 operations) a program: 18 for spaces/matmul-8k.yaml's interpreter
+    command (a grid of ``sms``, two programs here, over 64³ in 32² tiles), whose programs
+    run some 400.  It counts its Triton bodies from their source as a user kernel's are:
+    about what the tutorial's matmul (examples/matmul.py, the same tiles and steps of K)
+    counts, whatever the grid (the persistent loop's tiles are shared among its programs,
+    one or all of them), and the split-K reduction's programs where K is split."""
+    from sweeper.kernels import declared_count
+    from sweeper.plan import declared_counts
+    from sweeper.space import Config, Problem
+
+    monkeypatch.chdir(ROOT)
+    ops = declared_count("matmul", "interpreted_ops")
+    tutorial = declared_counts("examples.matmul:matmul")[2]
+    assert ops is not None and tutorial is not None
+    meta = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 8, "num_stages": 3}
+    builtin = {**meta, "SPLIT_K": 1, "TMA": 0, "EPILOGUE_SUBTILE": 0, "FLATTEN": 0}
+    for size in (32, 64, 128):
+        problem = Problem("float16", 0, (("M", size), ("N", size), ("K", size)))
+        tiles = (size // 32) ** 2
+        each = Config(problem, grid=tiles, block=128, meta=builtin)    # a tile a program
+        counted = ops(each)
+        assert 1.0 <= counted / tutorial(dataclasses.replace(each, meta=meta)) <= 1.5
+        # two programs (the sms of the 2-core machine) run all the tiles between them:
+        # a program more or less adds or takes its own steps alone, under half a tile's
+        one_more = ops(dataclasses.replace(each, grid=tiles + 1)) - counted
+        assert 0 < one_more < counted / tiles / 2
+        assert ops(dataclasses.replace(each, grid=2)) == counted + (2 - tiles) * one_more
+        split = ops(dataclasses.replace(each, meta={**builtin, "SPLIT_K": 2}))
+        assert split > counted                 # the reduction's programs besides
+
+
 # -- what a run costs beyond its trials, measured and kept per device ----------------------
 def test_a_runs_first_compile_in_the_worker_is_counted_apart(tmp_path, monkeypatch):
     """The first binary a worker compiles starts the compiler in its process: on the H200
