@@ -40,7 +40,7 @@ from sweeper.devices._base import GPU_COSTS
 from sweeper.devices._gpu_query import GPU_COSTS_READ_ON
 from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import SweeperError
-from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
+from sweeper.finals import GPU_FINAL, GPU_ROUND, FinalSize, Round, finals_estimate_s
 from sweeper.fsio import read_cache, write_cache
 from sweeper.measure import SUSTAINED, Duty
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
@@ -654,7 +654,9 @@ def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[P
     plan = make_plan(space, counted or (lambda _: 0), device.facts(), device.plan_costs,
                      device.measure_spec(space.measure), flops=flops, ops=ops,
                      finals=finals_wanted(space, device), shape=shape,
-                     finals_round=Round.on(device.measure_spec), proposed=proposed(space))
+                     finals_round=Round.on(device.measure_spec), proposed=proposed(space),
+                     finals_size=FinalSize.declared(device.most_finalists,
+                                                    device.most_final_rounds))
     return plan, counted is not None
 
 
@@ -712,16 +714,19 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
               flops: Callable[[Problem], int] | None = None,
               ops: Callable[[Config], int | None] | None = None, finals: bool = False,
               shape: RunShape | None = None, finals_round: Round = GPU_ROUND,
-              proposed: set[tuple[tuple[str, str], ...]] | None = None) -> Plan:
+              proposed: set[tuple[tuple[str, str], ...]] | None = None,
+              finals_size: FinalSize = GPU_FINAL) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory grows
     with the space's distinct problems and binaries only, however large the space (up to
     the parser's limit) is.  ``costs``: what the
     device declares a trial costs (a replay's: the GPU's its table was recorded on).
     ``bytes_moved`` and ``flops``: the kernel's, per problem (a built-in's from its
     declaration); ``ops``: its tensor operations per launch on an interpreter;
-    ``finals``: whether the run takes each problem's finals; ``shape``: what the run adds
-    around its trials (none: the trials and finals alone); ``proposed``: the only configs
-    the sampler will measure (:func:`proposed`; ``None``: any valid one)."""
+    ``finals``: whether the run takes each problem's finals (each entrant's rounds as
+    ``finals_round``, the most finalists and rounds as ``finals_size``: the device's);
+    ``shape``: what the run adds around its trials (none: the trials and finals alone);
+    ``proposed``: the only configs the sampler will measure (:func:`proposed`; ``None``:
+    any valid one)."""
     from sweeper.kernels._binaries import binary_of
 
     shape = shape or RunShape()
@@ -803,7 +808,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         return sum(finals_estimate_s(count, 1e3 * launch, duty, typical=True,
                                      rounds=costs.finals_rounds, round_=finals_round,
                                      overhead_s=shape.costs.finals_overhead_s,
-                                     baseline_free=interpreted)
+                                     baseline_free=interpreted, size=finals_size,
+                                     ties=costs.finals_tie)
                    for count, launch in {**shape.finals_owed, **problems}.values()) \
             if finals else 0.0
 

@@ -483,6 +483,65 @@ def test_the_builtin_matmul_counts_its_interpreted_operations_from_its_source(mo
         assert split > counted                 # the reduction's programs besides
 
 
+def test_an_interpreted_final_is_priced_as_the_interpreter_runs_it(monkeypatch):
+    """Each entrant of an interpreted final takes five host-timed samples a round, whose
+    median's 95 % interval is their whole range: under load every config tied with the
+    fastest, twelve finalists ran all five rounds, and examples/matmul.yaml's finals took
+    6.1-7.4 s where the plan, pricing the H200's five finalists (three of them staying)
+    and 3.5 rounds, kept about 1 s.  The interpreter's final takes the top five and three
+    rounds, and the plan prices every one of them in each: as many entrant-rounds as a
+    final of configs that all tie runs."""
+    import random
+
+    from sweeper.devices import open_device
+    from sweeper.finals import FinalSize, Round, finalists, finals_estimate_s, remeasure
+    from sweeper.measure import summarize
+    from sweeper.plan import plan_of
+    from sweeper.space import Config, Problem, load_space
+    from sweeper.store import TrialRecord
+    from sweeper.trial import TrialStatus
+
+    device = open_device("interpret")
+    size = FinalSize.declared(device.most_finalists, device.most_final_rounds)
+    round_ = Round.on(device.measure_spec)
+    noise = random.Random(7)
+
+    def samples(n: int) -> list[float]:        # every config alike, as under load
+        return [noise.uniform(20.0, 30.0) for _ in range(n)]
+
+    trials = []
+    for i in range(12):
+        drawn = samples(round_.samples)
+        trials.append(TrialRecord(number=i, choice={"n": str(i)}, status=TrialStatus.OK,
+                                  config=Config(Problem("float32", 4096), grid=i + 1,
+                                                block=32, meta={"BLOCK": 256}),
+                                  samples_ms=drawn, stats=summarize(drawn)))
+    measured: list[int | None] = []
+
+    def measure_one(t: TrialRecord, rule: Any) -> list[float]:
+        measured.append(t.number)
+        return samples(rule.repeat)
+
+    def baseline(rule: Any) -> list[float]:
+        measured.append(None)
+        return samples(rule.repeat)
+
+    entrants = finalists(trials, size)
+    final = remeasure(entrants, measure_one, lambda t: 1, baseline=("torch", baseline),
+                      per_round=round_.samples, most_rounds=size.rounds)
+    assert (len(entrants), final.rounds) == (TOP_K, MIN_ROUNDS)
+    # each entrant-round at one second, launches aside: the plan's seconds are its count
+    planned = finals_estimate_s(len(trials), 0.0, None, typical=True, round_=round_,
+                                overhead_s=1.0, baseline_free=True, size=size,
+                                ties=device.plan_costs.finals_tie)
+    assert planned == pytest.approx(len(measured))
+    # the plan of a space on the interpreter prices its finals so
+    priced: list[dict[str, Any]] = []
+    monkeypatch.setattr("sweeper.plan.finals_estimate_s",
+                        lambda *args, **kwargs: priced.append(kwargs) or 0.0)
+    plan_of(load_space(ROOT / "spaces" / "copy-small.yaml"), device)
+    assert priced and all(p["size"] == size and p["ties"] for p in priced)
+
 # -- what a run costs beyond its trials, measured and kept per device ----------------------
 def test_a_runs_first_compile_in_the_worker_is_counted_apart(tmp_path, monkeypatch):
     """The first binary a worker compiles starts the compiler in its process: on the H200

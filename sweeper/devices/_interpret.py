@@ -17,6 +17,7 @@ from sweeper._environ import one_blas_thread
 from sweeper.bounds import Bounds
 from sweeper.core import DeviceFacts, MeasureSpec
 from sweeper.devices._base import Device, Launch, Measured, PlanCosts
+from sweeper.finals import MIN_ROUNDS, TOP_K
 from sweeper.measure import time_host
 
 MAX_FOOTPRINT = 16 << 10
@@ -55,7 +56,19 @@ class InterpretDevice(Device):
     plan_costs: ClassVar[PlanCosts] = PlanCosts(
         compile_s=0.0, launch_s=0.7e-3, bandwidth=2.0e6, flush=False, program_s=0.14e-3,
         op_s=0.053e-3, startup_s=1.7, report_s=2.1,
-        scale_prior_trials=50)
+        scale_prior_trials=50, finals_tie=True)
+    #: A final here takes the top ``TOP_K`` finalists and ``MIN_ROUNDS`` rounds, not the
+    #: configs tied with the fastest (up to twelve) and up to five rounds: each entrant
+    #: takes ``MAX_REPEAT`` host-timed samples a round, and the 95 % interval of a median
+    #: of fewer than 15 samples is their whole range (:func:`~sweeper.measure.median_ci`),
+    #: so on a loaded machine every config ties with the fastest, the finalists are twelve
+    #: and none leaves nor settles before the fifth round: examples/matmul.yaml's finals
+    #: took 6.1-7.4 s of runs of 30-34 s (load average 7), where its plan, assuming the
+    #: H200's five finalists and 3.5 rounds, kept about 1 s.  More rounds of
+    #: interpreter timings, which mean nothing for a GPU, would choose no better winner;
+    #: the final still runs the whole pipeline (rounds, a finalist leaving, the tie rule).
+    most_finalists: ClassVar[int | None] = TOP_K
+    most_final_rounds: ClassVar[int | None] = MIN_ROUNDS
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
         "(footprints lowered, dimensions shrunk keeping their ratios and whether each is a "
