@@ -325,8 +325,9 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     kernel's compile there), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
     median over the model's (the medians of both; the latter pooled with the ratios of
-    earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios,
-    else 1, as if they were ``prior_trials`` more trials, in log), what its finals took
+    earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios
+    as if they were ``prior_trials`` more trials, in log; the machine's first kernel is
+    taken as measured), what its finals took
     per entrant-round beyond their launches, and the loads its power-bound trials ran under
     ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  The report's seconds
     are kept as the machine's and as those of ``space`` (its ``study:`` name:
@@ -344,12 +345,14 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
                               trials * math.log(ratio)) / (before + trials))
             trials += before
         costs.launch_ratio[kernel], costs.launch_trials[kernel] = round(ratio, 4), trials
-        # pulled towards what the machine's other kernels measured, else the model's 1: on
-        # an interpreter a tensor operation costs what it costs the machine (copy's 404
-        # trials measured 0.133 of the model, softmax's 24 then 0.145)
-        weight = trials / (trials + prior_trials)
-        machine = costs.machine_ratio(kernel) or 1.0
-        costs.launch_scale[kernel] = round(ratio ** weight * machine ** (1 - weight), 4)
+        # pulled towards what the machine's other kernels measured: on an interpreter a
+        # tensor operation costs what it costs the machine (copy's 404 trials measured
+        # 0.133 of the model, softmax's 24 then 0.145).  Not towards the model's 1 where
+        # none ran: that is a machine unloaded, and under load a run measured 2-6 times it
+        machine = costs.machine_ratio(kernel)
+        weight = 1.0 if machine is None else trials / (trials + prior_trials)
+        costs.launch_scale[kernel] = round(ratio ** weight * (machine or 1.0) ** (1 - weight),
+                                           4)
     # a report of no heatmaps says nothing of what a map costs: its seconds would be
     # kept beside the last report's maps, and the next estimate scaled from that pair
     if report_s is not None and report_maps != 0:

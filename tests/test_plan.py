@@ -736,7 +736,38 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
             x.scale_of("matmul", True, by_flops=True)) == (UNMEASURED_FLOP_SCALE, 1.2, 1.2)
     note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
              compiles_s=[], ask_s=None, launch_scales=[4.0] * 10, prior_trials=30)
-    assert run_costs("interp").launch_scale == {"copy": pytest.approx(4.0 ** 0.25, abs=1e-4)}
+    assert run_costs("interp").launch_scale == {"copy": 4.0}    # nothing else to pull to
+    note_run("interp", kernel="add", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], ask_s=None, launch_scales=[2.0] * 10, prior_trials=30)
+    assert run_costs("interp").launch_scale["add"] == pytest.approx(
+        2.0 ** 0.25 * 4.0 ** 0.75, abs=1e-4)                   # pulled towards copy's
+
+
+def test_a_machines_first_kernel_keeps_the_load_it_measured(tmp_path, monkeypatch):
+    """The interpreter's model is a machine unloaded; under load (load average 7 on the
+    2 cores) its launches measured 4-6 times it.  A kernel's first run was pulled towards
+    the model's 1 as if it were 50 trials: a 30-trial run at 6 was kept as 1.96, a
+    12-trial copy-small run at 4 as 1.31, and the next plan put their trials at a third
+    of what they took.  The machine's first kernel is kept as measured; a kernel after it
+    is pulled towards what the machine's kernels measured, by the interpreter's prior of
+    a few trials, so a run of one or two trials moves its scale part of the way."""
+    from sweeper.devices import open_device
+    from sweeper.plan import note_run, run_costs
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    prior = open_device("interpret").plan_costs.scale_prior_trials
+
+    def run(kernel: str, ratio: float, trials: int) -> float:
+        note_run("interp", kernel=kernel, sampler="exhaustive", startup_s=None,
+                 report_s=None, compiles_s=[], ask_s=None, launch_scales=[ratio] * trials,
+                 prior_trials=prior)
+        return run_costs("interp").launch_scale[kernel]
+
+    assert run("matmul", 6.0, 30) == 6.0
+    assert run("copy", 4.0, 12) == pytest.approx(4.0 ** (12 / (12 + prior)) *
+                                                 6.0 ** (prior / (12 + prior)), abs=1e-4)
+    assert run("copy", 4.0, 12) > 4.0 / 1.25                  # its own 24 trials, mostly
+    assert 4.0 < run("add", 2.0, 1) < 6.0                    # one trial: the machine's, mostly
 
 
 def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_path,
@@ -745,7 +776,8 @@ def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_p
     of the model; a following run of copy-small (12) at 0.14 replaced that with its own,
     pulled towards 1 by the model's 50 trials (0.68), and the next plan of copy.yaml
     priced its trials at 3.8 times what they took.  Pooled by trials, in log, the scale
-    stays where those trials put it; older trials count as at most SCALE_TRIALS_KEPT."""
+    stays where those trials put it; older trials count as at most SCALE_TRIALS_KEPT.
+    Another kernel is pulled towards the pooled ratio."""
     import math
 
     from sweeper.plan import RunCosts, note_run, run_costs
@@ -759,13 +791,12 @@ def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_p
         return run_costs("interp")
 
     first = run(0.134, 204)
-    assert first.launch_scale["copy"] == pytest.approx(0.134 ** (204 / 254), abs=1e-4)
+    assert first.launch_scale["copy"] == 0.134           # the machine's first kernel
     after = run(0.14, 12)
     pooled = math.exp((200 * math.log(0.134) + 12 * math.log(0.14)) / 212)   # 204, capped
     assert (after.launch_ratio["copy"], after.launch_trials["copy"]) == \
         (pytest.approx(pooled, abs=1e-4), 212)
-    assert after.launch_scale["copy"] == pytest.approx(pooled ** (212 / 262), abs=2e-4)
-    assert after.launch_scale["copy"] < 0.25          # not the 0.68 of the 12 trials alone
+    assert after.launch_scale["copy"] == pytest.approx(pooled, abs=1e-4)
     # a machine that changed: a new ratio moves the scale, the old trials capped at 200
     later = run(1.0, 200)
     assert later.launch_ratio["copy"] == pytest.approx(

@@ -78,11 +78,11 @@ class PlanCosts:
     #: the machine measured them (``None``: an H200 host's figures, ``plan.RunCosts``).
     startup_s: float | None = None
     report_s: float | None = None
-    #: How many trials' worth the model's own launch time counts against a run's measured
-    #: launches: a launch scale learned from fewer trials is pulled towards what the
-    #: machine's other kernels measured, else 1 (0: taken as measured).  Where the host's
-    #: load moves every launch (an interpreter on a shared CPU), a short run's scale is
-    #: mostly that load.
+    #: How many trials' worth what the machine's other kernels measured counts against a
+    #: kernel's measured launches: a launch scale learned from fewer trials is pulled
+    #: towards it (0, or the machine's first kernel: taken as measured).  Where the
+    #: host's load moves every launch (an interpreter on a shared CPU), the machine's
+    #: kernels tell that load, and a kernel's own few trials its own.
     scale_prior_trials: int = 0
     #: How many rounds a final typically runs here (``None``: as on the H200, where most
     #: stopped after 3 or 4 of 5: ``finals.finals_estimate_s``).
