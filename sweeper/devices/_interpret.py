@@ -17,7 +17,6 @@ from sweeper._environ import one_blas_thread
 from sweeper.bounds import Bounds
 from sweeper.core import DeviceFacts, MeasureSpec
 from sweeper.devices._base import Device, Launch, Measured, PlanCosts
-from sweeper.finals import MIN_ROUNDS, TOP_K
 from sweeper.measure import time_host
 
 MAX_FOOTPRINT = 16 << 10
@@ -62,7 +61,8 @@ class InterpretDevice(Device):
         compile_s=0.0, launch_s=0.7e-3, bandwidth=2.0e6, flush=False, program_s=0.14e-3,
         op_s=0.053e-3, startup_s=1.7, report_s=2.1,
         scale_prior_trials=10, finals_tie=True)
-    #: A final here takes the top ``TOP_K`` finalists and ``MIN_ROUNDS`` rounds, not the
+    #: A final here takes the top 5 finalists in 3 rounds (the finals' ``TOP_K`` and
+    #: ``MIN_ROUNDS``, named here as numbers: the devices sit below the finals), not the
     #: configs tied with the fastest (up to twelve) and up to five rounds: each entrant
     #: takes ``MAX_REPEAT`` host-timed samples a round, and the 95 % interval of a median
     #: of fewer than 15 samples is their whole range (:func:`~sweeper.measure.median_ci`),
@@ -72,8 +72,8 @@ class InterpretDevice(Device):
     #: H200's five finalists and 3.5 rounds, kept about 1 s.  More rounds of
     #: interpreter timings, which mean nothing for a GPU, would choose no better winner;
     #: the final still runs the whole pipeline (rounds, a finalist leaving, the tie rule).
-    most_finalists: ClassVar[int | None] = TOP_K
-    most_final_rounds: ClassVar[int | None] = MIN_ROUNDS
+    most_finalists: ClassVar[int | None] = 5
+    most_final_rounds: ClassVar[int | None] = 3
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
         "(footprints lowered, dimensions shrunk keeping their ratios and whether each is a "
