@@ -6,7 +6,9 @@ named, the finalists (the top ``TOP_K`` and that tied set) are re-measured in
 round-robin rounds (``MIN_ROUNDS`` to ``ROUNDS``: they stop once the outcome is settled,
 and a finalist out of contention leaves for good), in a shuffled order each round, in the
 same process, as Helion does; the winner is chosen from those samples alone, among the
-finalists still racing.  The
+finalists still racing.  A device whose timings cannot tell more apart takes fewer
+finalists and rounds (:class:`FinalSize`: the interpreter, the top ``TOP_K`` in
+``MIN_ROUNDS``).  The
 kernel's torch baseline runs in the same rounds as one more entrant (it cannot
 win), so "% of torch" compares two measurements taken under the same conditions,
 and on a power-bound problem every entrant's samples follow the same duty schedule
@@ -206,6 +208,34 @@ class Round:
 #: A round as a GPU runs it: nothing caps a final's measurement there.
 GPU_ROUND = Round()
 
+
+@dataclass(frozen=True)
+class FinalSize:
+    """The most finalists a final takes (the top ``TOP_K`` and those tied with the
+    fastest) and the most rounds it runs: ``MAX_FINALISTS`` and ``ROUNDS``, or fewer where
+    a device says its finals need no more (``Device.most_finalists``,
+    ``Device.most_final_rounds``; never under ``MIN_ROUNDS``, whose final would count as
+    cut short and be measured again by every run)."""
+
+    finalists: int = MAX_FINALISTS
+    rounds: int = ROUNDS
+
+    @classmethod
+    def declared(cls, finalists: int | None, rounds: int | None) -> FinalSize:
+        """The size a device declares (``None``: the finals' own), within the finals' own
+        and at least ``MIN_ROUNDS`` rounds and one finalist."""
+        return cls(max(1, min(finalists or MAX_FINALISTS, MAX_FINALISTS)),
+                   max(MIN_ROUNDS, min(rounds or ROUNDS, ROUNDS)))
+
+    @property
+    def top(self) -> int:
+        """The finalists a final takes by their sweep medians alone, before any tied."""
+        return min(TOP_K, self.finalists)
+
+
+#: A final as a GPU runs it: nothing narrows it there.
+GPU_FINAL = FinalSize()
+
 #: Seconds of host work per entrant and round of a final beyond its launches (its
 #: measurement set up, synchronized, its NVML reads, the L2 flushed before each sample)
 #: where no final ran on the machine yet: an upper bound, as the time budget keeps it (the
@@ -221,26 +251,30 @@ FINALS_STAYING = 3
 def finals_estimate_s(count: int, median_ms: float, duty: Duty | None,
                       typical: bool = False, rounds: float | None = None,
                       round_: Round = GPU_ROUND, overhead_s: float | None = None,
-                      baseline_free: bool = False) -> float:
+                      baseline_free: bool = False, size: FinalSize = GPU_FINAL,
+                      ties: bool = False) -> float:
     """Seconds the final of a problem with ``count`` measured configs, the fastest at
     ``median_ms``, will take at most: :func:`final_bound_s` of its finalists (at most
-    ``MAX_FINALISTS``) each at ``median_ms``. ``typical``: what a final usually takes
-    instead (what a time estimate wants, not a budget): ``TOP_K`` finalists at 1.2 times
-    the fastest median in the first round and ``FINALS_STAYING`` of them in the others,
-    half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23 finals stopped after 3 or 4 of
-    their 5 rounds), or ``rounds`` where the device says how many its finals typically run
-    (not ``typical``: ``rounds`` bounds that many rounds instead of ``ROUNDS``); the
-    baseline in every round, at nothing where it is ``baseline_free`` (torch's op beside a
-    kernel the Triton interpreter runs)."""
+    ``size.finalists``) each at ``median_ms``, in ``size.rounds``. ``typical``: what a
+    final usually takes instead (what a time estimate wants, not a budget): ``TOP_K``
+    finalists (``size.top``) at 1.2 times the fastest median in the first round and
+    ``FINALS_STAYING`` of them in the others (all of them where the device's timings make
+    them ``ties``: none leaves), half a round past ``MIN_ROUNDS`` (on the H200, 18 of 23
+    finals stopped after 3 or 4 of their 5 rounds), or ``rounds`` where the device says
+    how many its finals typically run, never past ``size.rounds`` (not ``typical``:
+    ``rounds`` bounds that many rounds instead); the baseline in every round, at nothing
+    where it is ``baseline_free`` (torch's op beside a kernel the Triton interpreter
+    runs)."""
     if not typical:
-        return final_bound_s([median_ms] * min(count, MAX_FINALISTS), duty, rounds, round_,
-                             overhead_s)
+        return final_bound_s([median_ms] * min(count, size.finalists), duty,
+                             size.rounds if rounds is None else rounds, round_, overhead_s)
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
-    rounds = MIN_ROUNDS + 0.5 if rounds is None else rounds
-    count, median_ms = min(count, TOP_K), 0.6 * median_ms
+    rounds = min(MIN_ROUNDS + 0.5 if rounds is None else rounds, size.rounds)
+    count, median_ms = min(count, size.top), 0.6 * median_ms
+    staying = count if ties else min(count, FINALS_STAYING)
     entrant = _entrant_s(median_ms, duty, round_, overhead)
     baseline = overhead if baseline_free else entrant
-    total = (count + min(count, FINALS_STAYING) * (rounds - 1)) * entrant + baseline * rounds
+    total = (count + staying * (rounds - 1)) * entrant + baseline * rounds
     return total + _confirm_s(median_ms, duty, round_, overhead)
 
 
@@ -320,32 +354,37 @@ def simplicity(t: TrialRecord) -> tuple[int, int, int]:
     return cfg.num_warps, math.prod(cfg.meta.values()) if cfg.meta else 0, cfg.grid
 
 
-def finalists(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """The top ``TOP_K`` by median and everything tied with the best, fastest first."""
+def finalists(trials: Sequence[TrialRecord], size: FinalSize = GPU_FINAL
+              ) -> list[TrialRecord]:
+    """The top ``TOP_K`` by median and everything tied with the best, fastest first, at
+    most ``size.finalists`` of them."""
     ok = sorted((t for t in trials if t.ok and not t.suspicious and t.samples_ms),
                 key=lambda t: t.stats.median if t.stats else math.inf)
-    return [ok[i] for i in chosen([median_ci(t.samples_ms) for t in ok])]
+    return [ok[i] for i in chosen([median_ci(t.samples_ms) for t in ok], size)]
 
 
-def finalists_by_problem(trials: Iterable[TrialRecord]) -> dict[ProblemKey, list[TrialRecord]]:
+def finalists_by_problem(trials: Iterable[TrialRecord], size: FinalSize = GPU_FINAL
+                         ) -> dict[ProblemKey, list[TrialRecord]]:
     """The :func:`finalists` of each problem among ``trials`` that has any, in the order
     the problems first come."""
     groups: dict[ProblemKey, list[TrialRecord]] = {}
     for t in trials:
         if t.ok:
             groups.setdefault(problem_of(t), []).append(t)
-    return {key: chosen for key, group in groups.items() if (chosen := finalists(group))}
+    return {key: chosen for key, group in groups.items()
+            if (chosen := finalists(group, size))}
 
 
-def chosen(bounds: Sequence[tuple[float, float]]) -> list[int]:
+def chosen(bounds: Sequence[tuple[float, float]], size: FinalSize = GPU_FINAL) -> list[int]:
     """Which of the configs whose medians' 95 % intervals are ``bounds`` (fastest median
     first) are finalists: the first ``TOP_K`` and every one whose interval overlaps the
-    fastest's (tied within noise), at most ``MAX_FINALISTS``, in order."""
+    fastest's (tied within noise), at most ``size.finalists`` (``MAX_FINALISTS``), in
+    order."""
     if not bounds:
         return []
     lo, hi = bounds[0]
-    return [i for i, (a, b) in enumerate(bounds) if i < TOP_K or (a <= hi and b >= lo)
-            ][:MAX_FINALISTS]
+    return [i for i, (a, b) in enumerate(bounds) if i < size.top or (a <= hi and b >= lo)
+            ][:size.finalists]
 
 
 def pick_winner(samples: dict[int, list[float]], trials: dict[int, TrialRecord]
@@ -383,8 +422,9 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
               baseline: Baseline | None = None, duty: str = "",
               on_round: Callable[[int, int], None] | None = None,
               per_round: int = SAMPLES_PER_ROUND,
-              deadline: float | None = None) -> FinalRecord:
-    """Interleave up to ``ROUNDS`` rounds over ``group`` (and ``baseline``: its name and
+              deadline: float | None = None, most_rounds: int = ROUNDS) -> FinalRecord:
+    """Interleave up to ``most_rounds`` (``ROUNDS``, or the device's
+    :attr:`FinalSize.rounds`) rounds over ``group`` (and ``baseline``: its name and
     how to time it, in every round); ``measure_one`` times one config.  After each round a
     finalist no longer in contention (:func:`still_in`) leaves, and the rounds stop once
     the outcome is :func:`settled`: a final costs what its field needs, not a fixed
@@ -407,7 +447,7 @@ def remeasure(group: Sequence[TrialRecord], measure_one: Callable[[TrialRecord, 
     rounds = 0
     racing = set(samples)
     round_s = 0.0
-    while rounds < ROUNDS and not settled(history):
+    while rounds < most_rounds and not settled(history):
         if rounds and deadline is not None and time.monotonic() + round_s > deadline:
             break
         started = time.monotonic()

@@ -40,7 +40,7 @@ from sweeper.devices._base import GPU_COSTS
 from sweeper.devices._gpu_query import GPU_COSTS_READ_ON
 from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import SweeperError
-from sweeper.finals import GPU_ROUND, Round, finals_estimate_s
+from sweeper.finals import GPU_FINAL, GPU_ROUND, FinalSize, Round, finals_estimate_s
 from sweeper.fsio import read_cache, write_cache
 from sweeper.measure import SUSTAINED, Duty
 from sweeper.space import Config, Invalid, MeasureSpec, Problem, Space
@@ -325,8 +325,9 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
     kernel's compile there), a proposal's seconds, and for its
     kernel each trial's seconds beyond its timed launches and each launch's measured
     median over the model's (the medians of both; the latter pooled with the ratios of
-    earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios,
-    else 1, as if they were ``prior_trials`` more trials, in log), what its finals took
+    earlier runs, ``RunCosts.launch_ratio``, and pulled towards the other kernels' ratios
+    as if they were ``prior_trials`` more trials, in log; the machine's first kernel is
+    taken as measured), what its finals took
     per entrant-round beyond their launches, and the loads its power-bound trials ran under
     ``measure.duty: auto`` (``loads_s``; their mean is the sampler's).  The report's seconds
     are kept as the machine's and as those of ``space`` (its ``study:`` name:
@@ -344,12 +345,14 @@ def note_run(device: str, *, kernel: str, sampler: str, startup_s: float | None,
                               trials * math.log(ratio)) / (before + trials))
             trials += before
         costs.launch_ratio[kernel], costs.launch_trials[kernel] = round(ratio, 4), trials
-        # pulled towards what the machine's other kernels measured, else the model's 1: on
-        # an interpreter a tensor operation costs what it costs the machine (copy's 404
-        # trials measured 0.133 of the model, softmax's 24 then 0.145)
-        weight = trials / (trials + prior_trials)
-        machine = costs.machine_ratio(kernel) or 1.0
-        costs.launch_scale[kernel] = round(ratio ** weight * machine ** (1 - weight), 4)
+        # pulled towards what the machine's other kernels measured: on an interpreter a
+        # tensor operation costs what it costs the machine (copy's 404 trials measured
+        # 0.133 of the model, softmax's 24 then 0.145).  Not towards the model's 1 where
+        # none ran: that is a machine unloaded, and under load a run measured 2-6 times it
+        machine = costs.machine_ratio(kernel)
+        weight = 1.0 if machine is None else trials / (trials + prior_trials)
+        costs.launch_scale[kernel] = round(ratio ** weight * (machine or 1.0) ** (1 - weight),
+                                           4)
     # a report of no heatmaps says nothing of what a map costs: its seconds would be
     # kept beside the last report's maps, and the next estimate scaled from that pair
     if report_s is not None and report_maps != 0:
@@ -654,7 +657,9 @@ def plan_of(space: Space, device: Any, shape: RunShape | None = None) -> tuple[P
     plan = make_plan(space, counted or (lambda _: 0), device.facts(), device.plan_costs,
                      device.measure_spec(space.measure), flops=flops, ops=ops,
                      finals=finals_wanted(space, device), shape=shape,
-                     finals_round=Round.on(device.measure_spec), proposed=proposed(space))
+                     finals_round=Round.on(device.measure_spec), proposed=proposed(space),
+                     finals_size=FinalSize.declared(device.most_finalists,
+                                                    device.most_final_rounds))
     return plan, counted is not None
 
 
@@ -712,16 +717,19 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
               flops: Callable[[Problem], int] | None = None,
               ops: Callable[[Config], int | None] | None = None, finals: bool = False,
               shape: RunShape | None = None, finals_round: Round = GPU_ROUND,
-              proposed: set[tuple[tuple[str, str], ...]] | None = None) -> Plan:
+              proposed: set[tuple[tuple[str, str], ...]] | None = None,
+              finals_size: FinalSize = GPU_FINAL) -> Plan:
     """The plan, from one pass over the space that keeps no list of configs: memory grows
     with the space's distinct problems and binaries only, however large the space (up to
     the parser's limit) is.  ``costs``: what the
     device declares a trial costs (a replay's: the GPU's its table was recorded on).
     ``bytes_moved`` and ``flops``: the kernel's, per problem (a built-in's from its
     declaration); ``ops``: its tensor operations per launch on an interpreter;
-    ``finals``: whether the run takes each problem's finals; ``shape``: what the run adds
-    around its trials (none: the trials and finals alone); ``proposed``: the only configs
-    the sampler will measure (:func:`proposed`; ``None``: any valid one)."""
+    ``finals``: whether the run takes each problem's finals (each entrant's rounds as
+    ``finals_round``, the most finalists and rounds as ``finals_size``: the device's);
+    ``shape``: what the run adds around its trials (none: the trials and finals alone);
+    ``proposed``: the only configs the sampler will measure (:func:`proposed`; ``None``:
+    any valid one)."""
     from sweeper.kernels._binaries import binary_of
 
     shape = shape or RunShape()
@@ -803,7 +811,8 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
         return sum(finals_estimate_s(count, 1e3 * launch, duty, typical=True,
                                      rounds=costs.finals_rounds, round_=finals_round,
                                      overhead_s=shape.costs.finals_overhead_s,
-                                     baseline_free=interpreted)
+                                     baseline_free=interpreted, size=finals_size,
+                                     ties=costs.finals_tie)
                    for count, launch in {**shape.finals_owed, **problems}.values()) \
             if finals else 0.0
 

@@ -11,7 +11,7 @@ import sweeper.sweep._workers as workers_module
 from sweeper.cli import main
 from sweeper.devices import open_device
 from sweeper.export import export_study
-from sweeper.finals import MIN_ROUNDS, FinalRecord
+from sweeper.finals import MIN_ROUNDS, TOP_K, FinalRecord
 from sweeper.kernels import load_kernel
 from sweeper.outcome import outcome_lines
 from sweeper.report import write_report
@@ -130,6 +130,33 @@ def test_a_final_on_the_interpreter_keeps_its_caps_on_any_measurement(write_spac
     assert finals_estimate_s(6, 1.0, None, round_=Round(1, 5)) == pytest.approx(
         finals_estimate_s(6, 1.0, None, round_=GPU_ROUND)
         - 7 * 5 * 2 * 6 * 1.0 / 1e3, rel=1e-9)   # 7 entrants x 5 rounds: 6 launches fewer
+
+
+TWELVE = SMALL_SPACE.replace('grid: [sms, "cdiv(n, BLOCK)"]',
+                             'grid: [sms, 2*sms, "cdiv(n, BLOCK)"]').replace(
+    "block: [32, 128]", "block: [32, 64]")
+
+
+def test_a_final_on_the_interpreter_takes_the_top_five_in_three_rounds(write_space, tmp_path,
+                                                                       monkeypatch):
+    """Under load the interpreter's timings tie every config (five samples a round, whose
+    median's interval is their whole range): the twelve of a space all tied, all were
+    finalists, and none left nor settled before the fifth round.  A final there takes the
+    top five and three rounds (``InterpretDevice.most_finalists``, ``most_final_rounds``),
+    as ``sweeper plan`` prices it."""
+    import random
+
+    device = open_device("interpret")
+    real, noise = device.time, random.Random(3)
+
+    def tied(launch, **how):                  # launched as ever, timed as noise alone
+        return [noise.uniform(1.0, 2.0) for _ in real(launch, **how)]
+
+    monkeypatch.setattr(device, "time", tied)
+    store, summary = sweep_study(write_space(TWELVE), device, tmp_path / "s")
+    assert sum(t.ok for t in store.records()[0]) == 12
+    (final,) = summary.finals
+    assert (len(final.finalists), final.rounds) == (TOP_K, MIN_ROUNDS)
 
 
 def test_a_final_the_time_budget_cut_short_stands_until_the_next_run(small_space, tmp_path,

@@ -450,6 +450,98 @@ def test_a_user_kernels_interpreted_launch_counts_its_triton_functions_operation
         "the bytes it moves" in capsys.readouterr().out
 
 
+def test_the_builtin_matmul_counts_its_interpreted_operations_from_its_source(monkeypatch):
+    """The built-in ``matmul`` declared no count, so an interpreted launch was priced at
+    one copy step (9 operations) a program: 18 for spaces/matmul-8k.yaml's interpreter
+    command (a grid of ``sms``, two programs here, over 64³ in 32² tiles), whose programs
+    run some 400.  It counts its Triton bodies from their source as a user kernel's are:
+    about what the tutorial's matmul (examples/matmul.py, the same tiles and steps of K)
+    counts, whatever the grid (the persistent loop's tiles are shared among its programs,
+    one or all of them), and the split-K reduction's programs where K is split."""
+    from sweeper.kernels import declared_count
+    from sweeper.plan import declared_counts
+    from sweeper.space import Config, Problem
+
+    monkeypatch.chdir(ROOT)
+    ops = declared_count("matmul", "interpreted_ops")
+    tutorial = declared_counts("examples.matmul:matmul")[2]
+    assert ops is not None and tutorial is not None
+    meta = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 8, "num_stages": 3}
+    builtin = {**meta, "SPLIT_K": 1, "TMA": 0, "EPILOGUE_SUBTILE": 0, "FLATTEN": 0}
+    for size in (32, 64, 128):
+        problem = Problem("float16", 0, (("M", size), ("N", size), ("K", size)))
+        tiles = (size // 32) ** 2
+        each = Config(problem, grid=tiles, block=128, meta=builtin)    # a tile a program
+        counted = ops(each)
+        assert 1.0 <= counted / tutorial(dataclasses.replace(each, meta=meta)) <= 1.5
+        # two programs (the sms of the 2-core machine) run all the tiles between them:
+        # a program more or less adds or takes its own steps alone, under half a tile's
+        one_more = ops(dataclasses.replace(each, grid=tiles + 1)) - counted
+        assert 0 < one_more < counted / tiles / 2
+        assert ops(dataclasses.replace(each, grid=2)) == counted + (2 - tiles) * one_more
+        split = ops(dataclasses.replace(each, meta={**builtin, "SPLIT_K": 2}))
+        assert split > counted                 # the reduction's programs besides
+
+
+def test_an_interpreted_final_is_priced_as_the_interpreter_runs_it(monkeypatch):
+    """Each entrant of an interpreted final takes five host-timed samples a round, whose
+    median's 95 % interval is their whole range: under load every config tied with the
+    fastest, twelve finalists ran all five rounds, and examples/matmul.yaml's finals took
+    6.1-7.4 s where the plan, pricing the H200's five finalists (three of them staying)
+    and 3.5 rounds, kept about 1 s.  The interpreter's final takes the top five and three
+    rounds, and the plan prices every one of them in each: as many entrant-rounds as a
+    final of configs that all tie runs."""
+    import random
+
+    from sweeper.devices import open_device
+    from sweeper.finals import FinalSize, Round, finalists, finals_estimate_s, remeasure
+    from sweeper.measure import summarize
+    from sweeper.plan import plan_of
+    from sweeper.space import Config, Problem, load_space
+    from sweeper.store import TrialRecord
+    from sweeper.trial import TrialStatus
+
+    device = open_device("interpret")
+    size = FinalSize.declared(device.most_finalists, device.most_final_rounds)
+    round_ = Round.on(device.measure_spec)
+    noise = random.Random(7)
+
+    def samples(n: int) -> list[float]:        # every config alike, as under load
+        return [noise.uniform(20.0, 30.0) for _ in range(n)]
+
+    trials = []
+    for i in range(12):
+        drawn = samples(round_.samples)
+        trials.append(TrialRecord(number=i, choice={"n": str(i)}, status=TrialStatus.OK,
+                                  config=Config(Problem("float32", 4096), grid=i + 1,
+                                                block=32, meta={"BLOCK": 256}),
+                                  samples_ms=drawn, stats=summarize(drawn)))
+    measured: list[int | None] = []
+
+    def measure_one(t: TrialRecord, rule: Any) -> list[float]:
+        measured.append(t.number)
+        return samples(rule.repeat)
+
+    def baseline(rule: Any) -> list[float]:
+        measured.append(None)
+        return samples(rule.repeat)
+
+    entrants = finalists(trials, size)
+    final = remeasure(entrants, measure_one, lambda t: 1, baseline=("torch", baseline),
+                      per_round=round_.samples, most_rounds=size.rounds)
+    assert (len(entrants), final.rounds) == (TOP_K, MIN_ROUNDS)
+    # each entrant-round at one second, launches aside: the plan's seconds are its count
+    planned = finals_estimate_s(len(trials), 0.0, None, typical=True, round_=round_,
+                                overhead_s=1.0, baseline_free=True, size=size,
+                                ties=device.plan_costs.finals_tie)
+    assert planned == pytest.approx(len(measured))
+    # the plan of a space on the interpreter prices its finals so
+    priced: list[dict[str, Any]] = []
+    monkeypatch.setattr("sweeper.plan.finals_estimate_s",
+                        lambda *args, **kwargs: priced.append(kwargs) or 0.0)
+    plan_of(load_space(ROOT / "spaces" / "copy-small.yaml"), device)
+    assert priced and all(p["size"] == size and p["ties"] for p in priced)
+
 # -- what a run costs beyond its trials, measured and kept per device ----------------------
 def test_a_runs_first_compile_in_the_worker_is_counted_apart(tmp_path, monkeypatch):
     """The first binary a worker compiles starts the compiler in its process: on the H200
@@ -644,7 +736,38 @@ def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monk
             x.scale_of("matmul", True, by_flops=True)) == (UNMEASURED_FLOP_SCALE, 1.2, 1.2)
     note_run("interp", kernel="copy", sampler="exhaustive", startup_s=None, report_s=None,
              compiles_s=[], ask_s=None, launch_scales=[4.0] * 10, prior_trials=30)
-    assert run_costs("interp").launch_scale == {"copy": pytest.approx(4.0 ** 0.25, abs=1e-4)}
+    assert run_costs("interp").launch_scale == {"copy": 4.0}    # nothing else to pull to
+    note_run("interp", kernel="add", sampler="exhaustive", startup_s=None, report_s=None,
+             compiles_s=[], ask_s=None, launch_scales=[2.0] * 10, prior_trials=30)
+    assert run_costs("interp").launch_scale["add"] == pytest.approx(
+        2.0 ** 0.25 * 4.0 ** 0.75, abs=1e-4)                   # pulled towards copy's
+
+
+def test_a_machines_first_kernel_keeps_the_load_it_measured(tmp_path, monkeypatch):
+    """The interpreter's model is a machine unloaded; under load (load average 7 on the
+    2 cores) its launches measured 4-6 times it.  A kernel's first run was pulled towards
+    the model's 1 as if it were 50 trials: a 30-trial run at 6 was kept as 1.96, a
+    12-trial copy-small run at 4 as 1.31, and the next plan put their trials at a third
+    of what they took.  The machine's first kernel is kept as measured; a kernel after it
+    is pulled towards what the machine's kernels measured, by the interpreter's prior of
+    a few trials, so a run of one or two trials moves its scale part of the way."""
+    from sweeper.devices import open_device
+    from sweeper.plan import note_run, run_costs
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    prior = open_device("interpret").plan_costs.scale_prior_trials
+
+    def run(kernel: str, ratio: float, trials: int) -> float:
+        note_run("interp", kernel=kernel, sampler="exhaustive", startup_s=None,
+                 report_s=None, compiles_s=[], ask_s=None, launch_scales=[ratio] * trials,
+                 prior_trials=prior)
+        return run_costs("interp").launch_scale[kernel]
+
+    assert run("matmul", 6.0, 30) == 6.0
+    assert run("copy", 4.0, 12) == pytest.approx(4.0 ** (12 / (12 + prior)) *
+                                                 6.0 ** (prior / (12 + prior)), abs=1e-4)
+    assert run("copy", 4.0, 12) > 4.0 / 1.25                  # its own 24 trials, mostly
+    assert 4.0 < run("add", 2.0, 1) < 6.0                    # one trial: the machine's, mostly
 
 
 def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_path,
@@ -653,7 +776,8 @@ def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_p
     of the model; a following run of copy-small (12) at 0.14 replaced that with its own,
     pulled towards 1 by the model's 50 trials (0.68), and the next plan of copy.yaml
     priced its trials at 3.8 times what they took.  Pooled by trials, in log, the scale
-    stays where those trials put it; older trials count as at most SCALE_TRIALS_KEPT."""
+    stays where those trials put it; older trials count as at most SCALE_TRIALS_KEPT.
+    Another kernel is pulled towards the pooled ratio."""
     import math
 
     from sweeper.plan import RunCosts, note_run, run_costs
@@ -667,13 +791,12 @@ def test_a_small_run_pools_its_launch_ratio_with_what_larger_runs_measured(tmp_p
         return run_costs("interp")
 
     first = run(0.134, 204)
-    assert first.launch_scale["copy"] == pytest.approx(0.134 ** (204 / 254), abs=1e-4)
+    assert first.launch_scale["copy"] == 0.134           # the machine's first kernel
     after = run(0.14, 12)
     pooled = math.exp((200 * math.log(0.134) + 12 * math.log(0.14)) / 212)   # 204, capped
     assert (after.launch_ratio["copy"], after.launch_trials["copy"]) == \
         (pytest.approx(pooled, abs=1e-4), 212)
-    assert after.launch_scale["copy"] == pytest.approx(pooled ** (212 / 262), abs=2e-4)
-    assert after.launch_scale["copy"] < 0.25          # not the 0.68 of the 12 trials alone
+    assert after.launch_scale["copy"] == pytest.approx(pooled, abs=1e-4)
     # a machine that changed: a new ratio moves the scale, the old trials capped at 200
     later = run(1.0, 200)
     assert later.launch_ratio["copy"] == pytest.approx(

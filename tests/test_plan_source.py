@@ -648,3 +648,54 @@ def test_an_interpreted_launch_counts_its_functions_operations_from_the_source(
     config = Config(Problem("float32", 4 * K, (("n", 64), ("K", K))), grid=64, block=64,
                     meta={"BLOCK": BLOCK, "EVEN": EVEN})
     assert ops(config) == 64 * per_program and not marker.exists()
+
+
+STRIDED = MARK + '''
+import sweeper
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def body(x, y, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    for start in range(pid * BLOCK, n, tl.num_programs(0) * BLOCK):
+        offsets = start + tl.arange(0, BLOCK)
+        tl.store(y + offsets, tl.load(x + offsets, mask=offsets < n), mask=offsets < n)
+    for tile in tl.range(tl.program_id(axis=0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
+        tl.store(y + tile, 0.0)
+    for row in range(pid, n, 2):
+        tl.store(y + row, 1.0)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs={"y": "n"}, reference=lambda x: x,
+                meta={"BLOCK": 256}, grid="4", footprint_bytes="n * itemsize")
+def strided(x, y, config):
+    body[(config.grid,)](x, y, x.numel(), **config.meta)
+'''
+
+
+@pytest.mark.parametrize("grid", [1, 2, 3, 16, 64])
+def test_a_grid_stride_loops_trips_are_shared_among_the_grids_programs(module, grid):
+    """A grid-stride loop (``range(pid * BLOCK, n, tl.num_programs(0) * BLOCK)``, a
+    persistent kernel's loop over its tiles) runs each of its trips in one program: a
+    launch runs them all, however many programs share them (programs past the last trip
+    run none).  Counted as one trip a program, a persistent matmul over a grid of two
+    was priced at a tenth of its operations.  A loop whose step is not the program count
+    times its start's stride (``range(pid, n, 2)``) counts once, as any untold loop."""
+    from sweeper.plan import declared_counts
+    from sweeper.space import Config, Problem
+
+    name, marker = module(STRIDED)
+    _, _, ops = declared_counts(f"{name}:strided")
+    assert ops is not None
+    n, block = 4096, 256
+    tiles = n // block
+    config = Config(Problem("float32", n, (("n", n),)), grid=grid, block=64,
+                    meta={"BLOCK": block})
+    # each program: its id, and the third loop's trip once (an address, a store, a step);
+    # each tile: the first loop's trip (offsets (2), two masks, two addresses, load,
+    # store, a step) and the second's (an address, a store, a step)
+    per_program = 1 + 3
+    assert ops(config) == grid * per_program + tiles * (2 + 2 + 2 + 2 + 1) + tiles * 3
+    assert not marker.exists()

@@ -78,15 +78,19 @@ class PlanCosts:
     #: the machine measured them (``None``: an H200 host's figures, ``plan.RunCosts``).
     startup_s: float | None = None
     report_s: float | None = None
-    #: How many trials' worth the model's own launch time counts against a run's measured
-    #: launches: a launch scale learned from fewer trials is pulled towards what the
-    #: machine's other kernels measured, else 1 (0: taken as measured).  Where the host's
-    #: load moves every launch (an interpreter on a shared CPU), a short run's scale is
-    #: mostly that load.
+    #: How many trials' worth what the machine's other kernels measured counts against a
+    #: kernel's measured launches: a launch scale learned from fewer trials is pulled
+    #: towards it (0, or the machine's first kernel: taken as measured).  Where the
+    #: host's load moves every launch (an interpreter on a shared CPU), the machine's
+    #: kernels tell that load, and a kernel's own few trials its own.
     scale_prior_trials: int = 0
     #: How many rounds a final typically runs here (``None``: as on the H200, where most
     #: stopped after 3 or 4 of 5: ``finals.finals_estimate_s``).
     finals_rounds: float | None = None
+    #: Whether a final's finalists are expected to stay tied through its rounds here, every
+    #: one of them measured in each (``False``: as on the H200, where a median of 3 of 5
+    #: ran every round: ``finals.FINALS_STAYING``).
+    finals_tie: bool = False
 
     #: Tensor operations a program is assumed to run where its kernel counts none: one
     #: step of a grid-stride copy.
@@ -181,6 +185,11 @@ class Device(abc.ABC):
     checks_gpu_compile: ClassVar[bool] = False
     #: What ``sweeper plan`` assumes a trial costs here.
     plan_costs: ClassVar[PlanCosts] = GPU_COSTS
+    #: The most finalists a final takes here and the most rounds it runs, where its
+    #: timings could not tell more apart (``None``: the finals' own, twelve and five:
+    #: :class:`~sweeper.finals.FinalSize`).
+    most_finalists: ClassVar[int | None] = None
+    most_final_rounds: ClassVar[int | None] = None
     #: A caveat printed with every run and report (``None`` for real hardware).
     note: str | None = None
     #: What ``--device`` named to open it (an entry point's name, ``module:attr``), recorded

@@ -49,13 +49,31 @@ class InterpretDevice(Device):
     #: finals stopped after 3, 3, 3 and 5 rounds, as most on the H200 did (under load all
     #: six had run 5: the order settled later in noisier timings): a fresh machine
     #: takes the unloaded figures (that model's three costs times 0.14), which a new user's
-    #: first run meets, and a loaded one learns its own from its runs.  A run's launches
-    #: against the model moved 0.63-1.6 from one run to the next under that load, so a
-    #: run's scale counts as its trials against 50 of what the machine measured before.
+    #: first run meets, and a loaded one learns its own from its runs: the machine's
+    #: first kernel is kept as measured (the model's 1 is a machine unloaded), and a
+    #: kernel after it counts its trials against 10 of what the machine's kernels
+    #: measured.  56 runs of four spaces (copy-small, two matmuls; load average 1-8,
+    #: 2026-12-07) measured 0.9-5.9 of the model (copy 1.1-4.7) as the load moved;
+    #: replayed over them, the scale the runs before left was off each later run's ratio
+    #: by 1.34x in the mean and 2.6x at most (49 runs), where counted against 50 trials
+    #: pulled towards the model's 1 it was off by 1.47x and 4.2x.
     plan_costs: ClassVar[PlanCosts] = PlanCosts(
         compile_s=0.0, launch_s=0.7e-3, bandwidth=2.0e6, flush=False, program_s=0.14e-3,
         op_s=0.053e-3, startup_s=1.7, report_s=2.1,
-        scale_prior_trials=50)
+        scale_prior_trials=10, finals_tie=True)
+    #: A final here takes the top 5 finalists in 3 rounds (the finals' ``TOP_K`` and
+    #: ``MIN_ROUNDS``, named here as numbers: the devices sit below the finals), not the
+    #: configs tied with the fastest (up to twelve) and up to five rounds: each entrant
+    #: takes ``MAX_REPEAT`` host-timed samples a round, and the 95 % interval of a median
+    #: of fewer than 15 samples is their whole range (:func:`~sweeper.measure.median_ci`),
+    #: so on a loaded machine every config ties with the fastest, the finalists are twelve
+    #: and none leaves nor settles before the fifth round: examples/matmul.yaml's finals
+    #: took 6.1-7.4 s of runs of 30-34 s (load average 7), where its plan, assuming the
+    #: H200's five finalists and 3.5 rounds, kept about 1 s.  More rounds of
+    #: interpreter timings, which mean nothing for a GPU, would choose no better winner;
+    #: the final still runs the whole pipeline (rounds, a finalist leaving, the tie rule).
+    most_finalists: ClassVar[int | None] = 5
+    most_final_rounds: ClassVar[int | None] = 3
     note: str | None = (
         f"Triton interpreter on the CPU: problems capped at {MAX_FOOTPRINT >> 10} KiB "
         "(footprints lowered, dimensions shrunk keeping their ratios and whether each is a "

@@ -12,14 +12,18 @@ without loading it.
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
 import math
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
-from sweeper.core import Config, Dim, Problem
+from sweeper.core import Config, Dim, Problem, cdiv
 from sweeper.kernels._base import Headline, Kernel, MetaParam, elementwise_block
+from sweeper.kernels._interpreted_ops import FunctionOps, function_ops
 
 
 class CopyDeclaration(Kernel):
@@ -126,6 +130,52 @@ class MatmulDeclaration(Kernel):
         """A multiply and an add per (row, column, k)."""
         m, n, k = mnk(problem)
         return 2 * m * n * k
+
+    @classmethod
+    def interpreted_ops(cls, config: Config) -> int | None:
+        """Counted from the Triton bodies' source as a user kernel's are
+        (:mod:`~sweeper.kernels._interpreted_ops`): each program of the grid runs
+        ``_matmul_body``, its persistent loop's work units (``SPLIT_K`` slices of each
+        tile) shared among them and ``BLOCK_K`` steps of K in each; with ``SPLIT_K`` > 1
+        each program of the reduction's grid runs ``_reduce_body`` too.  ``None`` where
+        the source cannot be read (the one-step default then)."""
+        read = _matmul_bodies()
+        if read is None:
+            return None
+        body, reduce, block = read
+        meta = {**{name: p.default for name, p in cls.meta_params.items()}, **config.meta}
+        m, n, k = mnk(config.problem)
+        ops = config.grid * body.launched({**meta, "M": m, "N": n, "K": k}, config.grid)
+        if meta["SPLIT_K"] > 1:
+            programs = cdiv(m * n, block)
+            ops += programs * reduce.launched(
+                {"MN": m * n, "SPLIT_K": meta["SPLIT_K"], "BLOCK": block}, programs)
+        return round(ops)
+
+
+#: The module that holds the matmul's Triton bodies, read (never imported: it imports
+#: Triton) for the operations an interpreted launch runs.
+MATMUL_BODIES = Path(__file__).with_name("_matmul_triton.py")
+
+
+@functools.cache
+def _matmul_bodies() -> tuple[FunctionOps, FunctionOps, int] | None:
+    """The operations of ``_matmul_body`` and ``_reduce_body`` as their source counts
+    them, and the elements of C a program of the reduction sums (``REDUCE_BLOCK``);
+    ``None`` where the module cannot be read or lacks one of them."""
+    try:
+        tree = ast.parse(MATMUL_BODIES.read_text(), MATMUL_BODIES.name)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    functions = {node.name: function_ops(node, f"{MATMUL_BODIES.name}:{node.lineno}")
+                 for node in tree.body if isinstance(node, ast.FunctionDef)}
+    block = next((node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                  and [ast.unparse(t) for t in node.targets] == ["REDUCE_BLOCK"]
+                  and isinstance(node.value, ast.Constant)
+                  and isinstance(node.value.value, int)), None)
+    if "_matmul_body" not in functions or "_reduce_body" not in functions or not block:
+        return None
+    return functions["_matmul_body"], functions["_reduce_body"], block
 
 
 def mnk(problem: Problem) -> tuple[int, int, int]:

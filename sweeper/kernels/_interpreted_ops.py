@@ -22,10 +22,13 @@ name, a constant or an attribute (``tl.float32``) none.  A ``for`` over ``range`
 bounds say, evaluated over the config's meta-parameters and the problem's dimensions
 where the function's arguments are named as they are (``range(0, K, BLOCK_K)``),
 through the function's own names bound before the loop (``tiles = tl.cdiv(K,
-BLOCK_K)``); an ``if`` whose test they tell takes its branch, else the larger.  What
-cannot be told so (a ``while``, a bound read from memory or from a program id) counts
-its body once: the count is then a floor, as the one-step default was.  A helper
-function the kernel calls is one operation."""
+BLOCK_K)``); a grid-stride loop (``range(pid * BLOCK, n, tl.num_programs(0) * BLOCK)``,
+a persistent kernel's ``tl.range(tl.program_id(0), tiles, tl.num_programs(0))``) shares
+its trips among the grid's programs, however many there are; an ``if`` whose test they
+tell takes its branch, else the larger.  What cannot be told so (a ``while``, a bound
+read from memory or from another axis's program id) counts its body once: the count is
+then a floor, as the one-step default was.  A helper function the kernel calls is one
+operation."""
 
 from __future__ import annotations
 
@@ -44,6 +47,10 @@ NO_OPERATION = frozenset({"range", "len", "int", "float", "bool", "print", "cons
                           "static_assert", "static_print", "isinstance"})
 #: How deep the names a bound reads are followed into the names they were bound from.
 MOST_SUBSTITUTIONS = 16
+#: What a loop's bounds read for ``tl.program_id(0)`` and ``tl.num_programs(0)``, and for
+#: the programs of the launch: names no argument of a function can have (its own are
+#: substituted before them).
+PROGRAM, PROGRAMS, GRID = "_program_id_", "_num_programs_", "_grid_"
 
 
 @dataclass(frozen=True)
@@ -55,16 +62,43 @@ class Loop:
     bounds: tuple[Expr, Expr, Expr] | None
     body: Body
 
-    def trips(self, env: Mapping[str, int]) -> int:
-        """How many times it runs with the arguments ``env``; once where that cannot be
-        told (a bound naming what ``env`` does not hold, a step that is not positive)."""
+    def trips(self, env: Mapping[str, int]) -> float:
+        """How many times it runs with the arguments ``env``, in a program of a launch
+        of ``env[GRID]`` programs: a grid-stride loop's trips, which its programs share,
+        on average (:meth:`strided`); once where that cannot be told (a bound naming what
+        ``env`` does not hold, a step that is not positive)."""
         if self.bounds is None:
             return 1
+        if any({PROGRAM, PROGRAMS} & e.names for e in self.bounds):
+            return self.strided(env)
         try:
             start, stop, step = (int(evaluate(e, env)) for e in self.bounds)
         except SweeperError:
             return 1
         return max(0, cdiv(stop - start, step)) if step > 0 else 1
+
+    def strided(self, env: Mapping[str, int]) -> float:
+        """A grid-stride loop's trips per program: program ``p`` of ``G`` starts at
+        ``first + p * each`` and steps ``G * each``, so the launch runs one trip for each
+        of ``first, first + each, ...`` below the stop, whatever ``G`` is (programs past
+        them run none): those trips over ``G``.  Once where the bounds take another form
+        (a start that reads the program count, a step that is not it times the start's
+        stride, a stop that reads either)."""
+        assert self.bounds is not None
+        start, stop, step = self.bounds
+        if PROGRAMS in start.names or {PROGRAM, PROGRAMS} & stop.names or \
+                PROGRAM in step.names:
+            return 1
+        try:
+            first, second = (int(evaluate(start, {**env, PROGRAM: p})) for p in (0, 1))
+            stride, twice = (int(evaluate(step, {**env, PROGRAMS: g})) for g in (1, 2))
+            end = int(evaluate(stop, env))
+        except SweeperError:
+            return 1
+        each = second - first
+        if each <= 0 or (stride, twice) != (each, 2 * each):
+            return 1
+        return max(0, cdiv(end - first, each)) / max(1, env.get(GRID, 1))
 
 
 @dataclass(frozen=True)
@@ -76,7 +110,7 @@ class Branch:
     then: Body
     otherwise: Body
 
-    def count(self, env: Mapping[str, int]) -> int:
+    def count(self, env: Mapping[str, int]) -> float:
         """The operations of the branch the test takes with the arguments ``env``; of
         the larger where it cannot be told."""
         if self.test is not None:
@@ -96,7 +130,7 @@ class Body:
     loops: tuple[Loop, ...] = ()
     branches: tuple[Branch, ...] = ()
 
-    def count(self, env: Mapping[str, int]) -> int:
+    def count(self, env: Mapping[str, int]) -> float:
         """The operations it runs with the arguments ``env``, each loop's as many times
         as it runs."""
         return self.ops + sum(loop.trips(env) * loop.body.count(env)
@@ -114,11 +148,18 @@ class FunctionOps:
     body: Body
     where: str = ""
 
-    def per_program(self, config: Config) -> int:
-        """The operations one program runs at ``config``: its meta-parameters and its
+    def per_program(self, config: Config) -> float:
+        """The operations one program of ``config``'s grid runs (on average, where a
+        grid-stride loop shares its trips among them): its meta-parameters and its
         problem's dimensions (and ``n``) by the names of the function's arguments."""
         known = {**dict(config.problem.dims), "n": config.problem.n, **config.meta}
-        return self.body.count({k: int(v) for k, v in known.items() if k in self.arguments})
+        return self.launched(known, config.grid)
+
+    def launched(self, arguments: Mapping[str, int], grid: int) -> float:
+        """The operations one program of a launch of ``grid`` programs runs, given
+        ``arguments`` by name (those the function does not take are left out)."""
+        env = {k: int(v) for k, v in arguments.items() if k in self.arguments}
+        return self.body.count({**env, GRID: grid})
 
 
 @dataclass(frozen=True)
@@ -130,7 +171,7 @@ class LaunchOps:
     functions: tuple[FunctionOps, ...] = field(default_factory=tuple)
 
     def __call__(self, config: Config) -> int:
-        return config.grid * sum(f.per_program(config) for f in self.functions)
+        return round(config.grid * sum(f.per_program(config) for f in self.functions))
 
     @property
     def named(self) -> str:
@@ -201,7 +242,9 @@ class _Counter:
 
     def bounds(self, iterated: ast.expr) -> tuple[Expr, Expr, Expr] | None:
         """A ``range``-like loop's start, stop and step as expressions over the
-        function's arguments; ``None`` where it is none, or they cannot be told."""
+        function's arguments, and the program id and count of the grid's first axis
+        (``PROGRAM``, ``PROGRAMS``: a grid-stride loop, :meth:`Loop.strided`); ``None``
+        where it is none, or they cannot be told."""
         if not (isinstance(iterated, ast.Call) and _called(iterated.func) in RANGES and
                 1 <= len(iterated.args) <= 3):
             return None
@@ -212,15 +255,18 @@ class _Counter:
         for keyword in iterated.keywords:
             if keyword.arg == "step" and len(args) < 3:
                 step = keyword.value
-        first, last, each = (self.expression(e) for e in (start, stop, step))
+        first, last, each = (self.expression(e, programs=True)
+                             for e in (start, stop, step))
         if first is None or last is None or each is None:
             return None
         return first, last, each
 
-    def expression(self, node: ast.expr) -> Expr | None:
+    def expression(self, node: ast.expr, programs: bool = False) -> Expr | None:
         """``node`` as an expression over the function's arguments (``tl.cdiv`` as
-        ``cdiv``, the names it binds as what they were bound to): a number, or where it
-        is none a truth (an ``if``'s test); ``None`` where it is neither."""
+        ``cdiv``, the names it binds as what they were bound to), and with ``programs``
+        the grid's first axis's program id and count (``PROGRAM``, ``PROGRAMS``): a
+        number, or where it is none a truth (an ``if``'s test); ``None`` where it is
+        neither."""
         try:
             text = ast.unparse(self.substituted(node, MOST_SUBSTITUTIONS))
         except (_Untold, RecursionError, ValueError):
@@ -230,7 +276,8 @@ class _Counter:
                 expr = parse(text, kind)
             except SweeperError:
                 continue
-            return expr if expr.names <= self.arguments else None
+            known = self.arguments | {PROGRAM, PROGRAMS} if programs else self.arguments
+            return expr if expr.names <= known else None
         return None
 
     def substituted(self, node: ast.expr, depth: int) -> ast.expr:
@@ -253,6 +300,10 @@ class _Counter:
                     call.func = ast.Name("cdiv", ast.Load())     # is no name to substitute
                     call.args = [self.visit(a) for a in call.args]
                     return call
+                grid = {"program_id": PROGRAM, "num_programs": PROGRAMS}.get(
+                    _called(call.func) or "")
+                if grid is not None and _first_axis(call):
+                    return ast.Name(grid, ast.Load())
                 self.generic_visit(call)
                 return call
 
@@ -282,6 +333,13 @@ def operations(node: ast.AST) -> int:
         own = 0 if _called(node.func) in NO_OPERATION else 1
     # the callee (tl.load, acc.to), a name, a constant, an attribute add none of their own
     return own + sum(operations(child) for child in ast.iter_child_nodes(node))
+
+
+def _first_axis(call: ast.Call) -> bool:
+    """Whether ``call`` (``tl.program_id``, ``tl.num_programs``) asks of the grid's first
+    axis, the one a config's ``grid`` sizes: ``(0)`` or ``(axis=0)``."""
+    given = [*call.args, *(k.value for k in call.keywords if k.arg == "axis")]
+    return len(given) == 1 and isinstance(given[0], ast.Constant) and given[0].value == 0
 
 
 def _called(func: ast.expr) -> str | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from sweeper.devices import Device, DeviceFacts
 from sweeper.errors import RefusalFailed, raised
-from sweeper.finals import Round
+from sweeper.finals import FinalSize, Round
 from sweeper.kernels import Buffers, CountError, Kernel, checked_count
 from sweeper.kernels._base import ALLOCATING
 from sweeper.measure import Spent, StopRule
@@ -60,6 +60,8 @@ class Bench:
         self.repeated = Spent()
         #: what each entrant of a final takes a round, within the device's caps
         self.round = Round.on(device.measure_spec)
+        #: the most finalists and rounds a final takes on this device
+        self.final_size = FinalSize.declared(device.most_finalists, device.most_final_rounds)
 
     def trial(self, number: int, choice: Choice) -> TrialRecord:
         """Trial ``number`` of ``choice``: measured (measured again if it showed the

@@ -23,7 +23,7 @@ from sweeper.ceilings import Ceilings
 from sweeper.core._spelling import given
 from sweeper.drawn_maps import ProblemMaps
 from sweeper.errors import one_line
-from sweeper.finals import MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
+from sweeper.finals import GPU_FINAL, MIN_ROUNDS, Round, chosen, final_bound_s, problem_of
 from sweeper.measure import Duty
 from sweeper.outcome import COMPLETE, reason_line
 from sweeper.samplers import ExhaustiveSampler
@@ -125,6 +125,8 @@ class Budgets:
         #: seconds beyond its launches as this machine's last finals measured them
         #: (``None``: ``FINALS_OVERHEAD_S``)
         self.finals_round = Round()
+        #: the most finalists (and rounds) a final takes on this device
+        self.final_size = GPU_FINAL
         self.finals_overhead_s: float | None = None
         #: what the report takes for a number of heatmaps and their cells (``None``: no
         #: report, or one kept for in ``outside_s``): the time budget keeps what a report
@@ -168,7 +170,7 @@ class Budgets:
             return trial_s
         duty = self.finals_duty()
         return trial_s + sum(self._final_s([ranked[i][0] for i in chosen(
-            [bounds for _, bounds in ranked])], duty, rounds=MIN_ROUNDS)
+            [bounds for _, bounds in ranked], self.final_size)], duty, rounds=MIN_ROUNDS)
             for ranked in self.problems.values())
 
     def _final_s(self, medians_ms: list[float], duty: Duty | None,

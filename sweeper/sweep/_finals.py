@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sweeper.finals import FinalRecord, finalists_by_problem, problem_of
+from sweeper.finals import GPU_FINAL, FinalRecord, FinalSize, finalists_by_problem, problem_of
 from sweeper.measure import Duty
 from sweeper.outcome import problem_text
 from sweeper.store import ProblemKey, Storage, TrialRecord
@@ -36,8 +36,8 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
                keep_extras: Callable[[list[Any]], None], reporter: Reporter,
                covered: Covered = lambda entrants: True, deadline: float | None = None,
                kept_after: KeptAfter = lambda entrants, later: 0.0,
-               source: str | None = None, edited: Callable[[str], bool] = lambda said: False
-               ) -> tuple[list[FinalRecord], list[str]]:
+               source: str | None = None, edited: Callable[[str], bool] = lambda said: False,
+               size: FinalSize = GPU_FINAL) -> tuple[list[FinalRecord], list[str]]:
     """The finals of ``problems`` among ``trials``, measured by every worker at once (each
     on its own GPU) with the sampler's ``seed`` (which shuffles the rounds), one record per
     GPU (naming it where there are several), appended problem by problem, the first
@@ -52,11 +52,13 @@ def run_finals(trials: list[TrialRecord], problems: list[ProblemKey], workers: W
     the budget kept for the finals after it.  ``source``: the kernel source hash the
     finalists were measured on, which a worker process holds against its own kernel's;
     ``edited`` of what a worker found ("": nothing) says whether the kernel's source was
-    edited since: a final measured past an edit is not kept, and none starts after."""
+    edited since: a final measured past an edit is not kept, and none starts after.
+    ``size``: the most finalists a final takes on the workers' device (and rounds, which
+    the workers keep to)."""
     newest = max(t.number for t in trials)
     finals: list[FinalRecord] = []
     lost: list[str] = []
-    chosen_by = finalists_by_problem(t for t in trials if problem_of(t) in problems)
+    chosen_by = finalists_by_problem((t for t in trials if problem_of(t) in problems), size)
     groups = [chosen_by[problem] for problem in problems if problem in chosen_by]
     for at, chosen in enumerate(groups):
         if edited(""):

@@ -35,7 +35,7 @@ from sweeper.core._model import PROBLEM_AXES
 from sweeper.core._units import counted
 from sweeper.devices import Device, DeviceFacts
 from sweeper.errors import RefusalFailed, SourceEdited
-from sweeper.finals import ROUNDS, problem_of
+from sweeper.finals import problem_of
 from sweeper.kernels import Kernel
 from sweeper.kernels._watch import SourceWatch
 from sweeper.outcome import COMPLETE, problem_text, tried_all_but
@@ -378,6 +378,7 @@ class Sweep:
                                         if len(labels) > 1 and a not in PROBLEM_AXES)
         if self.run_finals:           # the time budget keeps time for the finals to come
             budgets.finals_duty, budgets.finals_round = bench.power.finals_duty, bench.round
+            budgets.final_size = bench.final_size
             budgets.finals_overhead_s = self.finals_overhead_s
             entrants = self._in_space(kept)     # finalists on the kernel's source now
             missing = set(Winners.of(self.store).missing(entrants)) if entrants else set()
@@ -799,7 +800,7 @@ class Sweep:
             return
         t_finals, summary, seed = time.perf_counter(), run.summary, self.space.sampler.seed
         duty = run.bench.power.finals_duty()
-        self.reporter.finals(len(todo), ROUNDS)
+        self.reporter.finals(len(todo), run.bench.final_size.rounds)
 
         def covered(entrants: list[TrialRecord]) -> bool:
             """Whether the time budget covers this problem's final (else it waits for the
@@ -823,7 +824,8 @@ class Sweep:
             lambda extras: self._keep_extras(run, extras), self.reporter, covered,
             deadline=time.monotonic() + left if math.isfinite(left) else None,
             kept_after=lambda entrants, later: run.budgets.kept_after(entrants, later, duty),
-            source=self.source_hash, edited=lambda said: self._source_moved(run, said))
+            source=self.source_hash, edited=lambda said: self._source_moved(run, said),
+            size=run.bench.final_size)
         summary.finals_s = time.perf_counter() - t_finals
         # a config left to measure again (a budget stopped the sweep first) that no final
         # met: its next trial makes its problem's final out of date, and the next run's

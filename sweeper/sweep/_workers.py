@@ -145,7 +145,7 @@ def final_of(bench: Bench, job: FinalsJob, on_round: OnRound | None = None) -> F
     final = remeasure(job.finalists, bench.again, bench.bytes_of, seed=job.seed,
                       baseline=baseline, duty=duty.describe() if duty else "",
                       on_round=on_round, per_round=bench.round.samples,
-                      deadline=job.deadline)
+                      deadline=job.deadline, most_rounds=bench.final_size.rounds)
     if duty is not None and duty.kind == "sustained":
         # a race under sustained load chose the winner; what is stated of it comes from
         # rounds whose figures hold from run to run
