@@ -148,8 +148,6 @@ class Run:
     #: were killed, with the sampler's trials waiting on their outcome: measured before
     #: the sampler is asked for more (:meth:`Sweep._next_job`)
     retries: dict[tuple[str, ...], Held] = field(default_factory=dict)
-    #: of :attr:`killed`, those this run's own trials left (the sampler proposed them)
-    killed_here: set[tuple[str, ...]] = field(default_factory=set)
     #: configs another worker recorded (shared sweeps only), which this run told the
     #: sampler failed and does not hold
     elsewhere: set[tuple[str, ...]] = field(default_factory=set)
@@ -162,8 +160,9 @@ class Run:
 
     def again(self, *, here: bool = False) -> int:
         """How many configs :meth:`pending` holds; ``here``: only those this run's own
-        trials left."""
-        return sum(1 for t in self.pending() if not here or t.key() in self.killed_here)
+        trials left (the sampler proposed them: its records of them, ``retry``)."""
+        own = {t.key() for t in self.summary.trials[self.summary.resumed:] if t.retry}
+        return sum(1 for t in self.pending() if not here or t.key() in own)
 
 
 class Sweep:
@@ -711,7 +710,6 @@ class Sweep:
         key = record.key()
         if record.retry:    # killed from outside: measured again, the sampler told then
             run.killed[key] = record
-            run.killed_here.add(key)
             run.retries[key] = Held(job.choice, run.waiting.pop(key_of(job.choice), []))
         else:
             run.done[key] = record
