@@ -130,6 +130,12 @@ class Sources:
         one whose trial is to be (``retry``: its worker was killed from outside)."""
         return [t for t in self.on_source_now(trials) if not t.retry]
 
+    def again(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
+        """``trials`` on the study's source now to be measured again (``retry``: their
+        worker was killed from outside), whose configs a resumed sweep measures first:
+        those :meth:`done` leaves out but an earlier source's."""
+        return [t for t in self.on_source_now(trials) if t.retry]
+
     def on_source_now(self, trials: Iterable[TrialRecord]) -> list[TrialRecord]:
         """``trials`` measured on the study's source now, and those the constraints
         ruled out: :meth:`done`'s and those to be measured again (``retry``)."""

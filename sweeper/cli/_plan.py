@@ -147,7 +147,7 @@ def _studied(space: Any, device: Any, args: argparse.Namespace
     # study.source_respelled, which the resume reads as the source now)
     if any(c.startswith("kernel_source:") for c in changed):
         sources = sources.edited(wanted["kernel_source"])
-    again = [t.choice for t in sources.on_source_now(records) if t.retry]
+    again = [t.choice for t in sources.again(records)]
     return store, sources.done(records), again, changed
 
 

@@ -383,8 +383,7 @@ def _again(store: Any, trials: Sequence[Any]) -> tuple[Mapping[str, str], ...]:
         return ()
     from sweeper.winners import Sources
 
-    return tuple(t.choice for t in Sources.of(store.study_meta()).on_source_now(trials)
-                 if t.retry)
+    return tuple(t.choice for t in Sources.of(store.study_meta()).again(trials))
 
 
 def resumed_shape(shape: Any, store: Any, kept: Sequence[Any],
