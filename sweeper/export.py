@@ -105,6 +105,12 @@ class StudyWinners(NamedTuple):
     picks: dict[ProblemKey, Pick]
     unfinished: set[ProblemKey]
 
+    def unfinished_named(self) -> list[str]:
+        """The problems whose winner is the sweep's best for now, as a report names them
+        (``float32 M=64 N=32``, ``float32 4MiB``): what an export's line says of them."""
+        return [f"{key.dtype} {key.problem.describe()}" for key, pick in self.picks.items()
+                if problem_of(pick.trial) in self.unfinished]
+
 
 def study_winners(store: Storage) -> StudyWinners:
     """The winners of ``store`` as every export writes them, from its trials measured on

@@ -99,9 +99,7 @@ def export_header(store: StudyStore, path: str | Path) -> HeaderExport:
     atomic_write(target, render(data))
     warn_without_winner(won)
     warn_source_changed(meta, options, recorded_space(meta), measured_source(meta))
-    return HeaderExport(target, gpu, section, [
-        f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
-        if problem_of(pick.trial) in won.unfinished])
+    return HeaderExport(target, gpu, section, won.unfinished_named())
 
 
 def study_launch(meta: StudyMeta) -> CudaLaunch:
