@@ -547,10 +547,9 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int, int]:
     keeps the recorded table's driver and date.  A study no trial of which ran (all
     missing from a replayed table, or ruled out) is a SweeperError, no empty table."""
     from sweeper.devices._replay import write_table
-
-    meta = store.study_meta()
     from sweeper.outcome import labelled_count, outcome_label
 
+    meta = store.study_meta()
     every, _ = store.records()
     ran = [t for t in every if t.status.value not in ("invalid", "missing") and not t.retry]
     again = sum(1 for t in every if t.retry)
