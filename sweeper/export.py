@@ -22,7 +22,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from sweeper.core import grid_labels
 from sweeper.core._units import counted
@@ -104,6 +104,12 @@ class StudyWinners(NamedTuple):
     trials: list[TrialRecord]
     picks: dict[ProblemKey, Pick]
     unfinished: set[ProblemKey]
+
+    def unfinished_named(self) -> list[str]:
+        """The problems whose winner is the sweep's best for now, as a report names them
+        (``float32 M=64 N=32``, ``float32 4MiB``): what an export's line says of them."""
+        return [f"{key.dtype} {key.problem.describe()}" for key, pick in self.picks.items()
+                if problem_of(pick.trial) in self.unfinished]
 
 
 def study_winners(store: Storage) -> StudyWinners:
@@ -266,12 +272,20 @@ def config_identity(t: TrialRecord) -> str:
                        *([extents] if extents else [])], sort_keys=True)
 
 
-def _grid_exprs(t: TrialRecord) -> tuple[str | None, str | None]:
-    """A trial's grid in y and z as a tuning file keeps them, ``grid_y_expr`` and
-    ``grid_z_expr`` (:func:`~sweeper.core.grid_labels`; ``None``: 1, a 1-D launch's)."""
+class _GridExprs(TypedDict):
+    """A config's grid in y and z as :class:`~sweeper.tuning.LaunchConfig` takes them."""
+
+    grid_y_expr: str | None
+    grid_z_expr: str | None
+
+
+def _grid_exprs(t: TrialRecord) -> _GridExprs:
+    """A trial's grid in y and z as a tuning file keeps them, by the keys it keeps them
+    under, ``grid_y_expr`` and ``grid_z_expr`` (:func:`~sweeper.core.grid_labels`;
+    ``None``: 1, a 1-D launch's)."""
     assert t.config is not None
     labels = grid_labels(t.choice, t.config)
-    return labels.get("grid_y"), labels.get("grid_z")
+    return {"grid_y_expr": labels.get("grid_y"), "grid_z_expr": labels.get("grid_z")}
 
 
 def export_study(store: Storage, path: str | Path | None = None
@@ -292,8 +306,7 @@ def export_study(store: Storage, path: str | Path | None = None
     asked = asked_of(won.meta, recorded)
     entries = [_entry(won.meta, key.problem, pick, problem_of(pick.trial) in won.unfinished,
                       [TopConfig(str(t.choice["grid"]), t.config.block, dict(t.config.meta),
-                                 slowdown, grid_y_expr=_grid_exprs(t)[0],
-                                 grid_z_expr=_grid_exprs(t)[1])
+                                 slowdown, **_grid_exprs(t))
                        for t, slowdown in tops[key] if t.config],
                       export_fields(pick.agreement, by_number), rule_for(rule, key.problem),
                       source, options, asked(pick.trial))
@@ -330,8 +343,7 @@ def _entry(meta: StudyMeta, problem: Problem, pick: Pick, unfinished: bool,
         kernel=meta.tuned_name, gpu=meta.gpu, dtype=problem.dtype,
         footprint=problem.footprint, dims=dict(problem.dims), grid=cfg.grid,
         grid_expr=str(t.choice["grid"]), block=cfg.block, meta=dict(cfg.meta),
-        grid_y=cfg.grid_y, grid_z=cfg.grid_z, grid_y_expr=_grid_exprs(t)[0],
-        grid_z_expr=_grid_exprs(t)[1],
+        grid_y=cfg.grid_y, grid_z=cfg.grid_z, **_grid_exprs(t),
         gbps=t.rate(Headline.GBPS, pick.median_ms), median_ms=pick.median_ms,
         median_from=pick.median_from, sweep_median_ms=stats.median, sweep_gbps=t.gbps,
         study=meta.study, trial=t.number, chosen_by=pick.chosen_by,
@@ -535,10 +547,9 @@ def export_csv(store: Storage, path: str | Path) -> tuple[Path, int, int, int]:
     keeps the recorded table's driver and date.  A study no trial of which ran (all
     missing from a replayed table, or ruled out) is a SweeperError, no empty table."""
     from sweeper.devices._replay import write_table
-
-    meta = store.study_meta()
     from sweeper.outcome import labelled_count, outcome_label
 
+    meta = store.study_meta()
     every, _ = store.records()
     ran = [t for t in every if t.status.value not in ("invalid", "missing") and not t.retry]
     again = sum(1 for t in every if t.retry)

@@ -81,8 +81,9 @@ def export_header(store: StudyStore, path: str | Path) -> HeaderExport:
     launch = study_launch(won.meta)
     data = _existing(target)
     meta = won.meta
+    options = recorded_options(meta)              # read once: the space text parsed
     kernel = kernel_name(meta.tuned_name, meta.kernel if meta.tuned_name != meta.kernel
-                         else None, recorded_options(meta))
+                         else None, options)
     if data is not None and data["kernel"] != kernel:
         raise SweeperError(f"{target}: holds kernel {data['kernel']!r}, not {kernel!r}; one "
                            "header per kernel: give another -o")
@@ -97,11 +98,8 @@ def export_header(store: StudyStore, path: str | Path) -> HeaderExport:
     data["gpus"][gpu] = section
     atomic_write(target, render(data))
     warn_without_winner(won)
-    warn_source_changed(won.meta, recorded_options(won.meta), recorded_space(won.meta),
-                        measured_source(won.meta))
-    return HeaderExport(target, gpu, section, [
-        f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
-        if problem_of(pick.trial) in won.unfinished])
+    warn_source_changed(meta, options, recorded_space(meta), measured_source(meta))
+    return HeaderExport(target, gpu, section, won.unfinished_named())
 
 
 def study_launch(meta: StudyMeta) -> CudaLaunch:

@@ -159,9 +159,7 @@ def export_module(store: StudyStore, path: str | Path) -> TritonExport:
     atomic_write(target, render(data, module))
     warn_without_winner(won)
     warn_source_changed(won.meta, None, recorded, measured_source(won.meta))
-    return TritonExport(target, section, note, [
-        f"{key.dtype} {key.problem.describe()}" for key, pick in won.picks.items()
-        if problem_of(pick.trial) in won.unfinished])
+    return TritonExport(target, section, note, won.unfinished_named())
 
 
 def refuse_unfound(meta: StudyMeta) -> None:

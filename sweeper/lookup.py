@@ -433,7 +433,6 @@ class Tuning:
                               f"{allowed}")
         return grids
 
-
     @staticmethod
     def _footprint(entry: TuningEntry, dtype: str, footprint: int | None,
                    dims: Mapping[str, int] | None) -> int | None:

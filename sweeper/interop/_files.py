@@ -70,7 +70,8 @@ def write_header(store: StudyStore, target: str | None, *, replace: bool = False
     changes nothing).  Its line says how a build picks a config, and names the problems
     whose winner is the sweep's best for now, their finals not run yet."""
     written = export_header(store, target or store.root / "tuned.h")
-    mine = [w for w in written.section["winners"] if w["study"] == store.study_meta().study]
+    study = store.study_meta().study
+    mine = [w for w in written.section["winners"] if w["study"] == study]
     later = "" if not written.unfinished else \
         f"; the sweep's best for now at {', '.join(written.unfinished)}: {UNFINISHED}"
     return Written(written.path, f"wrote {counted(len(mine), 'winner')} of "
