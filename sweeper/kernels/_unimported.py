@@ -183,13 +183,14 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     if reader.launches_cuda(given[0] if given else None):
         declared.attrs["needs_gpu"] = True
         declared.attrs["cuda_source"] = reader.cuda_source(given[0])
-    arguments = reader.launched_arguments(given[0] if given else node)
-    if arguments:
-        declared.attrs["triton_arguments"] = arguments
     functions = reader.launched_functions(given[0] if given else node)
     if functions:                       # what an interpreted launch runs, for plan
-        declared.attrs["interpreted_ops"] = LaunchOps(tuple(
-            function_ops(f, where=found.where(f)) for f, found in functions))
+        ops = LaunchOps(tuple(function_ops(f, where=found.where(f)) for f, found in functions))
+        # the launched functions' arguments, in order, each once (export --format triton)
+        arguments = tuple(dict.fromkeys(a for f in ops.functions for a in f.arguments))
+        if arguments:
+            declared.attrs["triton_arguments"] = arguments
+        declared.attrs["interpreted_ops"] = ops
     return declared
 
 
@@ -817,17 +818,6 @@ class _Reader:
                 not isinstance(options, (list, tuple)):
             return None
         return CudaLaunch(path, entry, args, template, self.module, options)
-
-    def launched_arguments(self, launch: ast.AST | None) -> tuple[str, ...]:
-        """The arguments of the module's Triton functions ``launch`` (the function a
-        ``sweeper.kernel`` call declares, or a name bound to it) launches
-        (:meth:`launched_functions`), in order; empty where none is read."""
-        names: list[str] = []
-        for function, _ in self.launched_functions(launch):
-            arguments = function.args
-            names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
-                                      *arguments.kwonlyargs) if a.arg not in names]
-        return tuple(names)
 
     def launched_functions(self, launch: ast.AST | None
                            ) -> list[tuple[ast.FunctionDef, _Reader]]:
