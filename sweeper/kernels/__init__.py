@@ -115,12 +115,9 @@ def launch_shape(name: str) -> LaunchShape:
     code) and one launching compiled CUDA C (``sweeper.cuda``) takes any: its
     meta-parameters are not read as extents in y and z, as a Triton one's
     ``block_size_y`` is only its own.  Nothing but a built-in's declaration is imported."""
-    try:
-        if plugins.find(plugins.KERNEL, name).builtin:
-            return plugins.kernel_declaration(name).launch_shape
-    except SweeperError:
-        pass
-    return dataclasses.replace(THREAD_BLOCKS, extents=(), grids=())
+    declaration = _builtin_declaration(name)
+    return declaration.launch_shape if declaration is not None else \
+        dataclasses.replace(THREAD_BLOCKS, extents=(), grids=())
 
 
 def moved_options(name: str, options: Mapping[str, str], move: Callable[[str], str]

@@ -245,7 +245,7 @@ class _Counter:
         function's arguments, and the program id and count of the grid's first axis
         (``PROGRAM``, ``PROGRAMS``: a grid-stride loop, :meth:`Loop.strided`); ``None``
         where it is none, or they cannot be told."""
-        if not (isinstance(iterated, ast.Call) and _called(iterated.func) in RANGES and
+        if not (isinstance(iterated, ast.Call) and last_name(iterated.func) in RANGES and
                 1 <= len(iterated.args) <= 3):
             return None
         args: list[ast.expr] = list(iterated.args)
@@ -296,12 +296,12 @@ class _Counter:
                 return counter.substituted(bound, depth - 1)
 
             def visit_Call(self, call: ast.Call) -> ast.AST:
-                if _called(call.func) == "cdiv":        # tl.cdiv, triton.cdiv: the module
+                if last_name(call.func) == "cdiv":     # tl.cdiv, triton.cdiv: the module
                     call.func = ast.Name("cdiv", ast.Load())     # is no name to substitute
                     call.args = [self.visit(a) for a in call.args]
                     return call
                 grid = {"program_id": PROGRAM, "num_programs": PROGRAMS}.get(
-                    _called(call.func) or "")
+                    last_name(call.func) or "")
                 if grid is not None and _first_axis(call):
                     return ast.Name(grid, ast.Load())
                 self.generic_visit(call)
@@ -330,7 +330,7 @@ def operations(node: ast.AST) -> int:
     elif isinstance(node, ast.IfExp):
         return operations(node.test) + max(operations(node.body), operations(node.orelse))
     elif isinstance(node, ast.Call):
-        own = 0 if _called(node.func) in NO_OPERATION else 1
+        own = 0 if last_name(node.func) in NO_OPERATION else 1
     # the callee (tl.load, acc.to), a name, a constant, an attribute add none of their own
     return own + sum(operations(child) for child in ast.iter_child_nodes(node))
 
@@ -342,10 +342,12 @@ def _first_axis(call: ast.Call) -> bool:
     return len(given) == 1 and isinstance(given[0], ast.Constant) and given[0].value == 0
 
 
-def _called(func: ast.expr) -> str | None:
-    """The name a call's callee ends in (``tl.load`` -> ``load``)."""
-    return func.id if isinstance(func, ast.Name) else \
-        func.attr if isinstance(func, ast.Attribute) else None
+def last_name(node: ast.AST) -> str | None:
+    """The name a name or attribute ends in: a call's callee (``tl.load`` -> ``load``), a
+    declaration's type (``sweeper.kernels.Dim`` -> ``Dim``)."""
+    return node.id if isinstance(node, ast.Name) else \
+        node.attr if isinstance(node, ast.Attribute) else None
 
 
-__all__ = ["Body", "Branch", "FunctionOps", "LaunchOps", "Loop", "function_ops", "operations"]
+__all__ = ["Body", "Branch", "FunctionOps", "LaunchOps", "Loop", "function_ops", "last_name",
+           "operations"]

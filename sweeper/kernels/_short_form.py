@@ -128,14 +128,13 @@ class Declaration:
         return attrs
 
     def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
-        """:meth:`build`, and the names ``grid=`` reads checked against what the kernel
-        declares (a misspelt meta-parameter, ``cdiv(n, BLOK)``), where the mistake is,
-        rather than by a space at its own ``kernel:`` line: a declaration written by hand
-        names its meta-parameters, where a space's ``cuda`` kernel takes them from the
-        space's axes after it is built."""
+        """:meth:`build`, and the names ``grid=`` and the launch read checked against what
+        the kernel declares (:meth:`check_names`: a misspelt meta-parameter,
+        ``cdiv(n, BLOK)``), where the mistake is, rather than by a space at its own
+        ``kernel:`` line: a declaration written by hand names its meta-parameters, where a
+        space's ``cuda`` kernel takes them from the space's axes after it is built."""
         built = self.build(launch)
-        self.check_grid(built.name, built.dims, built.meta_params)
-        check_launch_names(built.name, launch, built.dims, built.meta_params)
+        self.check_names(built.name, launch, built.dims, built.meta_params)
         return built
 
     def checked(self, launch: Callable[..., Any]) -> dict[str, Any]:
@@ -145,15 +144,14 @@ class Declaration:
         launch and the functions it is given stood in for by their signatures, so that a
         mistake is refused by the same check, in the same words, as importing it would."""
         attrs = self.attributes(launch, sourced=False)
-        self.check_grid(attrs["name"], attrs["dims"], attrs["meta_params"])
-        check_launch_names(attrs["name"], launch, attrs["dims"], attrs["meta_params"])
+        self.check_names(attrs["name"], launch, attrs["dims"], attrs["meta_params"])
         return attrs
 
-    def check_grid(self, name: str, dims: Mapping[str, Dim],
-                   meta: Mapping[str, MetaParam]) -> None:
+    def check_names(self, name: str, launch: Callable[..., Any], dims: Mapping[str, Dim],
+                    meta: Mapping[str, MetaParam]) -> None:
         """Refuse a ``grid=`` (``grid_y=``, ``grid_z=``) expression that reads a name
         kernel ``name`` does not declare (``dims``, ``meta``, the launch and fact
-        names)."""
+        names), then a ``launch`` whose own expression does (:func:`check_launch_names`)."""
         for key, grid in (("grid", self.grid), ("grid_y", self.grid_y),
                           ("grid_z", self.grid_z)):
             if not isinstance(grid, str):
@@ -165,6 +163,7 @@ class Declaration:
                 raise SweeperError(f"kernel {name}: {key}={grid!r} reads "
                                    f"{unknown[0]!r}, which the kernel does not declare; "
                                    f"known: {', '.join(known)}{did_you_mean(unknown[0], known)}")
+        check_launch_names(name, launch, dims, meta)
 
     def refuse_triton_launch(self, launch: Callable[..., Any]) -> None:
         """Refuse a ``@triton.jit`` function given as the launch (``@sweeper.kernel``

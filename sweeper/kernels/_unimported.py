@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from sweeper.core import THREAD_BLOCKS, WARP_BLOCKS, Dim
 from sweeper.errors import SweeperError, statement
 from sweeper.kernels._base import MetaParam, hash_of_source
-from sweeper.kernels._interpreted_ops import LaunchOps, function_ops
+from sweeper.kernels._interpreted_ops import LaunchOps, function_ops, last_name
 from sweeper.kernels._own_modules import absolute_name, module_file, own_source
 
 if TYPE_CHECKING:      # built only where a sweeper.cuda launch is read (plan, lookups)
@@ -183,13 +183,14 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
     if reader.launches_cuda(given[0] if given else None):
         declared.attrs["needs_gpu"] = True
         declared.attrs["cuda_source"] = reader.cuda_source(given[0])
-    arguments = reader.launched_arguments(given[0] if given else node)
-    if arguments:
-        declared.attrs["triton_arguments"] = arguments
     functions = reader.launched_functions(given[0] if given else node)
     if functions:                       # what an interpreted launch runs, for plan
-        declared.attrs["interpreted_ops"] = LaunchOps(tuple(
-            function_ops(f, where=found.where(f)) for f, found in functions))
+        ops = LaunchOps(tuple(function_ops(f, where=found.where(f)) for f, found in functions))
+        # the launched functions' arguments, in order, each once (export --format triton)
+        arguments = tuple(dict.fromkeys(a for f in ops.functions for a in f.arguments))
+        if arguments:
+            declared.attrs["triton_arguments"] = arguments
+        declared.attrs["interpreted_ops"] = ops
     return declared
 
 
@@ -613,12 +614,12 @@ class _Reader:
         if isinstance(node, ast.ListComp):
             return self.comprehension(node, seen, local)
         if isinstance(node, ast.Call):
-            build = CALLS.get(_last_name(node.func) or "")
+            build = CALLS.get(last_name(node.func) or "")
             if build is None or any(isinstance(a, ast.Starred) for a in node.args) or \
                     any(k.arg is None for k in node.keywords):
                 raise NotLiteral
             args = [self.value(a, seen, local) for a in node.args]
-            hooks = HOOKS.get(_last_name(node.func) or "", frozenset())
+            hooks = HOOKS.get(last_name(node.func) or "", frozenset())
             kwargs = {k.arg: self.value(k.value, seen, local) for k in node.keywords
                       if k.arg is not None and k.arg not in hooks}
             try:
@@ -730,7 +731,7 @@ class _Reader:
                     attrs[name] = self.read(value)
                 except NotLiteral as err:
                     unread.append(f"{name} at {self.where(stmt)} ({err})")
-        inherits = [_last_name(b) for b in node.bases] != ["Kernel"]
+        inherits = [last_name(b) for b in node.bases] != ["Kernel"]
         for key in ("dims", "meta_params"):
             if key not in attrs and inherits and not any(u.startswith(key) for u in unread):
                 unread.append(f"{key} (class {node.name} at {self.where(node)} does not set "
@@ -764,7 +765,7 @@ class _Reader:
             seen.add(launch.id)
             launch = self.bound[launch.id]
         return launch if isinstance(launch, ast.Call) and \
-            _last_name(launch.func) == "cuda" else None
+            last_name(launch.func) == "cuda" else None
 
     def cuda_source(self, launch: ast.AST | None) -> Path | None:
         """The CUDA C file the ``sweeper.cuda(...)`` launch ``launch`` compiles, as the
@@ -817,17 +818,6 @@ class _Reader:
                 not isinstance(options, (list, tuple)):
             return None
         return CudaLaunch(path, entry, args, template, self.module, options)
-
-    def launched_arguments(self, launch: ast.AST | None) -> tuple[str, ...]:
-        """The arguments of the module's Triton functions ``launch`` (the function a
-        ``sweeper.kernel`` call declares, or a name bound to it) launches
-        (:meth:`launched_functions`), in order; empty where none is read."""
-        names: list[str] = []
-        for function, _ in self.launched_functions(launch):
-            arguments = function.args
-            names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
-                                      *arguments.kwonlyargs) if a.arg not in names]
-        return tuple(names)
 
     def launched_functions(self, launch: ast.AST | None
                            ) -> list[tuple[ast.FunctionDef, _Reader]]:
@@ -978,7 +968,7 @@ class _Reader:
         if launch or not (isinstance(node, ast.Attribute) or (
                 isinstance(node, ast.Name) and node.id not in self.bound)):
             return None                     # (a value the module computes: only running it)
-        return Unrun(_last_name(node) or "function", None, self.file, None)
+        return Unrun(last_name(node) or "function", None, self.file, None)
 
     def signature(self, args: ast.arguments) -> inspect.Signature:
         """The signature a function of these ``args`` has, its defaults and annotations
@@ -1030,7 +1020,7 @@ class _Reader:
         calls = node.decorator_list if isinstance(node, ast.FunctionDef) else \
             [node.func] if isinstance(node, ast.Call) else []
         for call in calls:
-            if isinstance(call, ast.Call) and _last_name(call.func) == "autotune":
+            if isinstance(call, ast.Call) and last_name(call.func) == "autotune":
                 options = {k.arg: reader.read_there(k.value, reader is not self)
                            for k in call.keywords if k.arg in ("configs", "key")}
                 return SimpleNamespace(configs=list(options.get("configs", ())),
@@ -1109,7 +1099,7 @@ def _kernel_call(node: ast.AST | None) -> ast.Call | None:
     ``None`` where it is none."""
     call = node.func if isinstance(node, ast.Call) and isinstance(node.func, ast.Call) \
         else node
-    return call if isinstance(call, ast.Call) and _last_name(call.func) == "kernel" else None
+    return call if isinstance(call, ast.Call) and last_name(call.func) == "kernel" else None
 
 
 class Unrun:
@@ -1159,7 +1149,7 @@ def _made_by(node: ast.FunctionDef) -> Any:
              "heuristics": "Heuristics"}
     outer = node.decorator_list[0] if node.decorator_list else None
     kind = "function" if outer is None else \
-        kinds.get(_last_name(outer.func if isinstance(outer, ast.Call) else outer) or "")
+        kinds.get(last_name(outer.func if isinstance(outer, ast.Call) else outer) or "")
     return None if kind is None else type(kind, (), {})()
 
 
@@ -1223,18 +1213,11 @@ def _function_kind(node: ast.AST | None) -> str | None:
     where it is something else, or has a decorator of another's (which may return one)."""
     if not isinstance(node, ast.FunctionDef):
         return None
-    names = {_last_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+    names = {last_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
     if not names <= {"jit", "autotune", "heuristics"}:
         return None
     return "autotune" if "autotune" in names else "jit" if "jit" in names else \
         "function" if not names else None
-
-
-def _last_name(node: ast.AST) -> str | None:
-    """``Dim`` for ``Dim``, ``sweeper.kernels.Dim`` and the like."""
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _all_of(value: Any, kind: type) -> bool:
