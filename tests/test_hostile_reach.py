@@ -481,6 +481,34 @@ def test_plan_report_export_compare_import_no_user_code_and_run_does(user_kernel
     assert "GB/s" in (study / "report.md").read_text()
 
 
+def test_plan_on_a_replay_table_imports_no_user_code_and_run_does(user_kernel, tmp_path,
+                                                                  capsys):
+    """A replay device checks the table's columns against the space's axes: for ``plan``
+    it read the user kernel's meta-parameters by importing its module."""
+    module, space, marker = user_kernel
+    rows = [f"{block},32,cold,float32,4KiB,sms,ok,{ms},{ms} {ms} {ms}"
+            for block, ms in ((256, 0.004), (1024, 0.003))]
+    table = tmp_path / "t.csv"
+    table.write_text("# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n"
+                     f"# l2_bytes: 62914560\n# kernel: {module}:Marked\n"
+                     "BLOCK,block,cache,dtype,footprint,grid,status,median_ms,samples_ms\n"
+                     + "\n".join(rows) + "\n")
+    assert main(["plan", str(space), "--device", f"replay:{table}"]) == 0
+    assert "2 configs" in capsys.readouterr().out
+    assert not marker.exists() and module not in sys.modules
+
+    lacking = tmp_path / "lacking.csv"                  # no BLOCK column: refused as run does
+    lacking.write_text(table.read_text().replace("BLOCK,", "").replace("\n256,", "\n")
+                       .split("\n1024,")[0] + "\n")
+    assert main(["plan", str(space), "--device", f"replay:{lacking}"]) == 2
+    assert "no column 'BLOCK' for the axis BLOCK" in capsys.readouterr().err
+    assert not marker.exists() and module not in sys.modules
+
+    assert main(["run", str(space), "--device", f"replay:{table}", "--studies-dir",
+                 str(tmp_path / "studies"), "--quiet", "--no-report"]) == 0
+    assert marker.exists()                                   # run must run the kernel
+
+
 @pytest.mark.parametrize(("key", "grid"), [("kernel", True), ("kernel", False),
                                          ("sampler", True)])
 def test_plan_refuses_a_user_plugin_whose_module_is_missing_as_run_does(tmp_path, capsys,

@@ -348,9 +348,10 @@ class Device(abc.ABC):
         (an illegal address, a device-side assert) it cannot."""
         return True
 
-    def check_space(self, space: Space) -> None:
+    def check_space(self, space: Space, *, user_code: bool = True) -> None:
         """Refuse, before anything is written, a space this device cannot serve (a replay
-        table without a column for one of its axes); most devices serve any space."""
+        table without a column for one of its axes); most devices serve any space.
+        ``user_code=False`` (``plan``): a user kernel's module is not imported for it."""
         return
 
     def measure_spec(self, spec: MeasureSpec) -> MeasureSpec:

@@ -83,15 +83,19 @@ class ReplayDevice(Device):
         return Bounds.none(self._facts.name, "replayed timings are served as recorded; the "
                            "table does not record the GPU's clocks and bus width")
 
-    def check_space(self, space: Space) -> None:
+    def check_space(self, space: Space, *, user_code: bool = True) -> None:
         """Refuse a table that does not record every axis of ``space`` (each config would
         silently get the median of whichever row matched the other axes) or records an
         axis the space lacks.  A meta-parameter without a column is accepted where the
         space holds it at the kernel's default alone: the table was recorded before the
-        kernel declared it, when every launch ran at that default."""
+        kernel declared it, when every launch ran at that default.  ``user_code=False``
+        (``plan``): a user kernel's defaults are those its source gives in literals, its
+        module not imported."""
         from sweeper.plugins import kernel_declaration
 
-        implied = implied_axes(kernel_declaration(space.kernel).meta_params, self.params)
+        declared = kernel_declaration(space.kernel, user_code=user_code,
+                                      params={a.name: list(a.labels) for a in space.axes})
+        implied = implied_axes(declared.meta_params, self.params)
         self._check_axes([a.name for a in space.axes
                           if implied.get(a.name, (None,)) != a.labels[:2]], space.path)
 

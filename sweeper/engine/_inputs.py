@@ -47,7 +47,7 @@ def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = Fal
         raise NoDeviceError(f"{str(err).split(';')[0]}, and kernel {space.kernel} runs on "
                             "a CUDA GPU only (compiled CUDA C): run on a GPU or replay a "
                             f"recorded table ({given('device', 'replay:TABLE.csv')})") from None
-    device.check_space(space)
+    device.check_space(space, user_code=not for_plan)
     return space, device
 
 
