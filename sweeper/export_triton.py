@@ -241,6 +241,9 @@ def _existing(target: Path) -> dict[str, Any] | None:
         return None
     try:
         data: dict[str, Any] = json.loads(ast.literal_eval(line[:-1]))
+        if not isinstance(data, dict) or not isinstance(data.get("gpus"), dict) or \
+                not isinstance(data.get("kernel"), str):
+            raise ValueError("no kernel and GPUs")
     except (ValueError, SyntaxError) as err:
         raise SweeperError(f"{target}: its _DATA line cannot be read ({err}); "
                            "delete the file and export again") from None

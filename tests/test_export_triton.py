@@ -576,6 +576,27 @@ def test_an_older_module_without_dims_dispatches_by_its_key(tmp_path):
     assert mod.key == mod.DIMS == ["n"] and mod.pick(n=1 << 20).kwargs == {"BLOCK": 1024}
 
 
+@pytest.mark.parametrize("damage", [{"gpus": []}, {"kernel": None}, ["copy"], 7])
+def test_a_module_whose_data_is_not_a_modules_is_refused_in_one_line(tmp_path, capsys,
+                                                                     damage):
+    """A module this command wrote whose _DATA line was edited into other JSON (its GPUs
+    a list, no kernel, not an object): exporting into it again says so, where it raised
+    a TypeError or KeyError, and the file is left as it is."""
+    out = tmp_path / "tuned_copy.py"
+    store = study(tmp_path / "copy-fp32")
+    export_triton(store, out)
+    text = out.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("_DATA = json.loads("))
+    data = json.loads(ast.literal_eval(line[len("_DATA = json.loads("):-1]))
+    damaged = {**data, **damage} if isinstance(damage, dict) else damage
+    text = text.replace(line, f"_DATA = json.loads({json.dumps(json.dumps(damaged))})")
+    out.write_text(text)
+    assert main(["export", str(store.root), "--format", "triton", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == (f"sweeper: {out}: its _DATA line cannot be read (no "
+                                       "kernel and GPUs); delete the file and export again\n")
+    assert out.read_text() == text
+
+
 def test_a_winner_whose_final_has_not_run_is_said_so(tmp_path, capsys):
     """A study whose interleaved final of a problem has not run yet (a run stopped first)
     exports that problem's sweep winner, as a tuning file does; the winner carries the
