@@ -629,7 +629,7 @@ def _the_winner_compiles_and_launches_as_exported(folder: Path, study: Path) -> 
                             name_expressions=[launch.name])
     function = module.get_function(launch.name)
     if launch.shared_mem > 48 * 1024:               # as TunedLaunch's docstring says
-        cupy.cuda.driver.funcSetAttribute(function.ptr, 8, launch.shared_mem)
+        function.max_dynamic_shared_size_bytes = launch.shared_mem
     n = 65536 // 4
     src = cupy.random.rand(n, dtype=cupy.float32)
     dst = cupy.zeros_like(src)

@@ -89,8 +89,8 @@ class TunedLaunch(NamedTuple):
                                          shared_mem=launch.shared_mem)
 
     (a ``shared_mem`` past 48 KiB needs the function's maximum raised to it first, as
-    ``cudaFuncSetAttribute`` does: ``cupy.cuda.driver.funcSetAttribute(function.ptr, 8,
-    launch.shared_mem)``, 8 being ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``)."""
+    ``cudaFuncSetAttribute`` does: ``function.max_dynamic_shared_size_bytes =
+    launch.shared_mem`` on the ``RawKernel`` that ``get_function`` gives)."""
 
     #: the entry, or its template's instantiation (``copy<4, 2>``): what NVRTC is asked to
     #: name (``name_expressions``) and the function is looked up by
