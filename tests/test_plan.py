@@ -1635,7 +1635,7 @@ def test_plan_prices_the_configs_to_measure_again_first_and_says_so(small_space,
     says how many of the trials it would measure are such, and prices that config, not
     the next one of the space that the study lacks."""
     from sweeper.devices import open_device
-    from sweeper.engine._run import budgeted
+    from sweeper.engine._inputs import budgeted
     from sweeper.plan import RunShape, plan_of
     from sweeper.space import Invalid, load_space
     from sweeper.store import StudyStore, key_of

@@ -811,7 +811,7 @@ def test_the_last_run_keeps_the_commands_wall_written_after_its_report(
 
 def test_a_run_resolves_its_budgets_once(write_space, tmp_path, monkeypatch):
     """``--trials`` and ``--time`` over the space's budget are resolved once a run
-    (:func:`~sweeper.engine._run.budgeted`): the study, the estimate, the GPU check and
+    (:func:`~sweeper.engine._inputs.budgeted`): the study, the estimate, the GPU check and
     the summary and report are all given that one."""
     from sweeper.engine import _run
 

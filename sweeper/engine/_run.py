@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.core._spelling import given, option
 from sweeper.core._units import counted
-from sweeper.engine._inputs import kernel_for, space_and_device
+from sweeper.engine._inputs import budgeted, kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
 from sweeper.errors import ContextLost, RefusalFailed, SweeperError
@@ -964,16 +964,6 @@ def _redrawn_cells(summary: Any) -> int:
         if t.ok and t.config is not None and problem_of(t) in redrawn:
             maps.setdefault(problem_of(t), ProblemMaps()).add_trial(t)
     return sum(m.drawn_cells() for m in maps.values())
-
-
-def budgeted(space: Any, trials: int | None, time_s: float | None) -> Any:
-    """``space`` under a run's budgets: ``--trials`` and ``--time`` where given (``None``:
-    not), else the space's ``budget.trials`` and ``budget.time``; what ``run`` estimates
-    and ``plan`` plans alike."""
-    budget = space.budget
-    return dataclasses.replace(space, budget=dataclasses.replace(
-        budget, trials=budget.trials if trials is None else trials,
-        time_s=budget.time_s if time_s is None else time_s))
 
 
 def _report_fits(options: RunOptions, summary: Any, time_s: float | None, store: Storage,
