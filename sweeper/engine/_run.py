@@ -28,6 +28,7 @@ from sweeper.core._units import counted
 from sweeper.engine._inputs import budgeted, kernel_for, space_and_device
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
+from sweeper.engine._restart import RESTARTS, SINCE, STARTED, hung
 from sweeper.errors import ContextLost, RefusalFailed, SweeperError
 from sweeper.interrupt import Aborted, stopping_on_signals
 from sweeper.options import check_study_name, study_folder
@@ -38,9 +39,6 @@ if TYPE_CHECKING:          # the store is imported where a run opens it
     from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._gpu_check import GpuCheck
 
-#: How many times one `sweeper run` goes on in a fresh process after trials that hung
-#: (each such trial is recorded and never tried again).
-MAX_RESTARTS = 20
 #: A time budget's whole command may end this fraction past it (its promise: within the
 #: budget plus 5 %); a report that would take it further is not written.
 BUDGET_SLACK = 0.05
@@ -106,13 +104,6 @@ class RunResult:
         return sum(1 for t in self.summary.trials[self.summary.resumed:] if t.kernel_fault)
 
 
-#: The environment variable a command re-executed after a hang carries its start in (UTC,
-#: as records stamp it), so the last process counts the whole command's failures.
-SINCE = "SWEEPER_SINCE"
-#: How many times the command went on in a fresh process (set in the fresh one).
-RESTARTS = "SWEEPER_RESTARTS"
-#: When this process's first ``run_sweep`` started (what :data:`SINCE` passes on).
-_STARTED: list[str] = []
 #: The runs this process has begun: a later one finds the imports and compiles of its
 #: set-up done (a call from Python on the interpreter: 2.6 s before its first sweep, 0.2 s
 #: before its second)
@@ -128,7 +119,7 @@ def run_sweep(options: RunOptions) -> RunResult:
     from sweeper._processes import release
     from sweeper.study import now
 
-    _STARTED[:] = [now()]
+    STARTED[:] = [now()]
     started = StartAhead(options)     # what starts once the space is read
     opened: list[Storage] = []        # the study's store, once the run has opened it
     try:
@@ -718,7 +709,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   max_trials=options.trials, max_time_s=options.time_s,
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors,
-                  on_hang=lambda record, edited: _hung(record, options, store, edited),
+                  on_hang=lambda record, edited: hung(record, options, store, edited),
                   gpus=gpus, processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead, gpu_check=check, sampling=sampling,
                   source_hash=source_hash)
@@ -990,35 +981,6 @@ def _report_how(options: RunOptions, store: Storage) -> str:
     """What ``sweeper report`` takes to write this study's report."""
     return f"{store.name} --storage URL --studies-dir {options.studies_dir}" \
         if options.storage else str(store.root)
-
-
-def _hung(record: Any, options: RunOptions, store: Storage, edited: str = "") -> None:
-    """On the watchdog thread: a trial ran past measure.timeout (recorded as such, unless
-    ``edited`` names the kernel's file edited since the sweep began: then not, as it may
-    run the edited code); the kernel cannot be stopped from this process, so go on in a
-    fresh one (``python -m sweeper`` with ``options.restart_argv``, counting restarts),
-    or end it after too many.  In process (the API) the caller's process is neither
-    replaced nor ended: the message says what to do."""
-    message = (f"trial #{record.number} gave no result after {record.wall_s:g} s; " + (
-        f"it is not recorded: its kernel's source changed during the sweep ({edited} was "
-        "edited)" if edited else f"it is recorded as timeout in {store.location}"))
-    if options.restart_argv is None:
-        print(f"sweeper: {message}; the kernel cannot be stopped from this process: restart "
-              "it (the notebook kernel) and call sweeper.run again to go on", file=sys.stderr)
-        return
-    restarts = int(os.environ.get(RESTARTS, "0"))
-    print(f"sweeper: {message}", file=sys.stderr)
-    if restarts < MAX_RESTARTS:
-        print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
-              f"{MAX_RESTARTS})", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable, "-m", "sweeper", *options.restart_argv],
-                  {**os.environ, RESTARTS: str(restarts + 1),
-                   SINCE: os.environ.get(SINCE) or _STARTED[-1]})
-    print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
-          file=sys.stderr)
-    os._exit(1)       # too many restarts: the main thread is stuck in the kernel
 
 
 def cache_text(caches: Sequence[str], device: Any) -> str:
