@@ -345,7 +345,7 @@ def test_a_final_left_for_a_longer_budget_names_time_where_the_command_names_its
     from types import SimpleNamespace
 
     from sweeper.core._spelling import keywords
-    from sweeper.engine._run import _deferred_line
+    from sweeper.engine._lines import _deferred_line
     from sweeper.store import ProblemKey
 
     idle = SimpleNamespace(finals_deferred=[ProblemKey("float32", 4096, "cold")],

@@ -472,7 +472,7 @@ def test_finals_no_budget_like_this_one_covers_name_the_budget_that_does():
     line names a --time that covers them instead."""
     from types import SimpleNamespace
 
-    from sweeper.engine._run import _deferred_line
+    from sweeper.engine._lines import _deferred_line
     from sweeper.store import ProblemKey
 
     key = ProblemKey("float32", 4096, "cold")

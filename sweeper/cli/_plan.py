@@ -30,7 +30,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     (run's checks and messages, before anything is printed; a kernel whose module plan
     does not import declares neither to it)."""
     from sweeper.engine._costs import resumed_shape
-    from sweeper.engine._run import shrunk_lines
+    from sweeper.engine._lines import shrunk_lines
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import estimate_words, plan_of, run_shape
