@@ -6,7 +6,12 @@ hung it (a kernel that never returns) makes the command go on in a fresh process
 journal lets a new process resume where this one stopped.
 
 It takes a :class:`~sweeper.engine.RunOptions` and returns a :class:`RunResult`; exit
-statuses are the command's business, not the engine's."""
+statuses are the command's business, not the engine's.
+
+This module holds the run's steps, in the order :func:`_run` takes them; what the run
+says is :mod:`sweeper.engine._lines`', its estimate and the costs it keeps for the next
+are :mod:`sweeper.engine._costs`', its report :mod:`sweeper.engine._report`'s, and a hung
+trial's fresh process :mod:`sweeper.engine._restart`'s."""
 
 from __future__ import annotations
 
@@ -237,38 +242,107 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                      failed_before=sum(1 for t in before if t.kernel_fault))
 
 
-def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
-    """The trials a resumed study kept from earlier runs that failed (``failed``
-    statuses), measured on its kernel source now and of configs this run's space holds:
-    what it still holds of its failures (a config dropped from the space, or measured
-    only on an earlier source, is not, nor a trial this run measures again: ``retry``)."""
-    from sweeper.outcome import is_failure
-    from sweeper.sweep._optuna import in_space
-    from sweeper.winners import Sources
+def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
+    """The GPU indices ``--gpus`` names (``all``: every visible one), checked before
+    anything is written; None where it was not given: the one GPU the device opened.  On
+    a device without GPUs the indices only name the workers."""
+    if asked is not None and not device.measures_gpu:
+        return list(asked) or None
+    if not device.measures_gpu:
+        raise SweeperError(f"{given('gpus', 'all')}: the {device.name} device has no GPUs "
+                           f"to count; name the workers by index ({given('gpus', '0,1')})")
+    import torch
 
-    kept = summary.trials[:summary.resumed]
-    if not kept:
+    count = torch.cuda.device_count()
+    if asked is None:
+        return list(range(count))
+    beyond = [i for i in asked if i >= count]
+    if beyond:
+        raise SweeperError(f"{given('gpus', ','.join(map(str, asked)))}: no GPU {beyond[0]}; this "
+                           f"machine shows {count} (0 to {count - 1})")
+    return list(asked) or None
+
+
+def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead,
+                   space: Any) -> CompileOptions:
+    """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
+    the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
+    the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
+    moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
+    the workers, else one started with the sweep where every config compiles, else once a
+    trial compiled a binary this machine had not compiled before; elsewhere none, and
+    asking for some is refused; none either for a kernel in ``__main__``, which no
+    compile process can import."""
+    from sweeper.kernels._binaries import Binaries, space_binaries
+    from sweeper.kernels._precompile import Target
+    from sweeper.plan import costs_key
+    from sweeper.sweep._compile_ahead import CompileOptions
+    from sweeper.sweep._compile_pool import default_size
+
+    target = device.compile_target()
+    if target is None:
+        if asked:
+            raise SweeperError(f"{given('compile_workers', asked)}: the {device.name} "
+                               "device compiles nothing for a GPU; leave the option out")
+        return CompileOptions()
+    if space.kernel.partition(":")[0] == "__main__":
+        # a compile process imports the kernel by its name, and a notebook's or a
+        # script's __main__ is not its own: each would die loading it, restarted to no end
+        if asked:
+            raise SweeperError(
+                f"{given('compile_workers', asked)}: kernel {space.kernel} is defined in "
+                "__main__ (a notebook or a script), which compile processes cannot "
+                "import: leave the option out (each config compiles as it first runs), or "
+                "put the kernel in a module and name it as module:attr")
+        return CompileOptions()
+    @functools.cache
+    def binaries() -> Binaries:
+        """Read only when a lazy pool has a slow first launch to judge, not at start-up."""
+        return space_binaries(space, costs_key(device))
+
+    return CompileOptions(default_size(workers) if asked is None else asked,
+                          Target.parse(target), not started.pool_ahead, started.pool,
+                          built=lambda config: binaries().cached(binaries().key(config)))
+
+
+def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> list[Any]:
+    """Where a sampler that declares ``uses_priors`` (``auto``) starts: the winners of
+    other studies of this kernel on this GPU, each named in the header (``--no-priors``:
+    none)."""
+    from sweeper.plugins import sampler_capabilities
+
+    if not sampler_capabilities(space.sampler.name).uses_priors:
         return []
-    return [t for t in Sources.of(store.study_meta()).measured_now(kept)
-            if is_failure(t) and in_space(space, t.choice)]
+    if not options.priors:
+        say(f"{space.sampler.name}: starting without the winners of other studies "
+            f"({given('priors', False)})")
+        return []
+    from sweeper.samplers._priors import prior_sources
+
+    found = prior_sources(options.studies_dir, space, gpu, exclude=root)
+    if found:
+        names = ", ".join(f"{p.study} ({counted(len(p.configs), 'config')}"
+                          f"{', measured on this same problem' if p.same_problem else ''})"
+                          for p in found)
+        say(f"{space.sampler.name}: starting from "
+            f"{counted(sum(len(p.configs) for p in found), 'config')} that won other "
+            f"studies of {space.kernel} on {gpu} in "
+            f"{options.studies_dir}: {names}; {given('priors', False)} to start without them")
+    return found
 
 
-def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
-             wall_s: float | None = None) -> dict[str, Any]:
-    """What the study's ``last_run`` keeps of a sweep (``sweeper run``'s, or a worker's):
-    why it stopped, the command's seconds (``wall_s``, from the process's start for a
-    command: what its ``time:`` line says, to hold against its time budget; the sweep's
-    where None), the sweep's (``sweep_s``) and its trials measured (``sweeper plan``'s
-    rate), the command, the ``priors`` it started from, the GPUs it dropped and how busy
-    it kept them (the report's lines)."""
-    return {"stopped_by": summary.stopped_by,
-            "wall_s": round(summary.wall_s if wall_s is None else wall_s, 3),
-            "sweep_s": round(summary.wall_s, 3),
-            "measured": summary.measured, "command": command,
-            "priors": {p.study: p.configs for p in priors},
-            "dropped": [d.to_json() for d in summary.dropped],
-            "timing": summary.timing.lines() if summary.timing is not None else [],
-            "gpu_busy": summary.busy.to_json() if summary.busy else None}
+def _ceilings_for(device: Any, store: Storage) -> Any:
+    """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
+    if not device.has_ceilings:
+        return f"none on the {device.name} device"
+    from sweeper import ceilings
+
+    env = device.environment()
+    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
+    if found is None:
+        return "not measured for this GPU; run `sweeper calibrate` for % of ceiling"
+    store.update_meta(ceilings=found.to_json())
+    return found
 
 
 def _done(store: Any, kept: Sequence[Any]) -> list[Any]:
@@ -419,67 +493,38 @@ def _lost_in_main(lost: ContextLost, name: str, store: Storage) -> SweeperError:
         "in a module and name it as module:attr")
 
 
-def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead,
-                   space: Any) -> CompileOptions:
-    """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
-    the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
-    the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
-    moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
-    the workers, else one started with the sweep where every config compiles, else once a
-    trial compiled a binary this machine had not compiled before; elsewhere none, and
-    asking for some is refused; none either for a kernel in ``__main__``, which no
-    compile process can import."""
-    from sweeper.kernels._binaries import Binaries, space_binaries
-    from sweeper.kernels._precompile import Target
-    from sweeper.plan import costs_key
-    from sweeper.sweep._compile_ahead import CompileOptions
-    from sweeper.sweep._compile_pool import default_size
-
-    target = device.compile_target()
-    if target is None:
-        if asked:
-            raise SweeperError(f"{given('compile_workers', asked)}: the {device.name} "
-                               "device compiles nothing for a GPU; leave the option out")
-        return CompileOptions()
-    if space.kernel.partition(":")[0] == "__main__":
-        # a compile process imports the kernel by its name, and a notebook's or a
-        # script's __main__ is not its own: each would die loading it, restarted to no end
-        if asked:
-            raise SweeperError(
-                f"{given('compile_workers', asked)}: kernel {space.kernel} is defined in "
-                "__main__ (a notebook or a script), which compile processes cannot "
-                "import: leave the option out (each config compiles as it first runs), or "
-                "put the kernel in a module and name it as module:attr")
-        return CompileOptions()
-    @functools.cache
-    def binaries() -> Binaries:
-        """Read only when a lazy pool has a slow first launch to judge, not at start-up."""
-        return space_binaries(space, costs_key(device))
-
-    return CompileOptions(default_size(workers) if asked is None else asked,
-                          Target.parse(target), not started.pool_ahead, started.pool,
-                          built=lambda config: binaries().cached(binaries().key(config)))
+def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
+             wall_s: float | None = None) -> dict[str, Any]:
+    """What the study's ``last_run`` keeps of a sweep (``sweeper run``'s, or a worker's):
+    why it stopped, the command's seconds (``wall_s``, from the process's start for a
+    command: what its ``time:`` line says, to hold against its time budget; the sweep's
+    where None), the sweep's (``sweep_s``) and its trials measured (``sweeper plan``'s
+    rate), the command, the ``priors`` it started from, the GPUs it dropped and how busy
+    it kept them (the report's lines)."""
+    return {"stopped_by": summary.stopped_by,
+            "wall_s": round(summary.wall_s if wall_s is None else wall_s, 3),
+            "sweep_s": round(summary.wall_s, 3),
+            "measured": summary.measured, "command": command,
+            "priors": {p.study: p.configs for p in priors},
+            "dropped": [d.to_json() for d in summary.dropped],
+            "timing": summary.timing.lines() if summary.timing is not None else [],
+            "gpu_busy": summary.busy.to_json() if summary.busy else None}
 
 
-def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
-    """The GPU indices ``--gpus`` names (``all``: every visible one), checked before
-    anything is written; None where it was not given: the one GPU the device opened.  On
-    a device without GPUs the indices only name the workers."""
-    if asked is not None and not device.measures_gpu:
-        return list(asked) or None
-    if not device.measures_gpu:
-        raise SweeperError(f"{given('gpus', 'all')}: the {device.name} device has no GPUs "
-                           f"to count; name the workers by index ({given('gpus', '0,1')})")
-    import torch
+def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
+    """The trials a resumed study kept from earlier runs that failed (``failed``
+    statuses), measured on its kernel source now and of configs this run's space holds:
+    what it still holds of its failures (a config dropped from the space, or measured
+    only on an earlier source, is not, nor a trial this run measures again: ``retry``)."""
+    from sweeper.outcome import is_failure
+    from sweeper.sweep._optuna import in_space
+    from sweeper.winners import Sources
 
-    count = torch.cuda.device_count()
-    if asked is None:
-        return list(range(count))
-    beyond = [i for i in asked if i >= count]
-    if beyond:
-        raise SweeperError(f"{given('gpus', ','.join(map(str, asked)))}: no GPU {beyond[0]}; this "
-                           f"machine shows {count} (0 to {count - 1})")
-    return list(asked) or None
+    kept = summary.trials[:summary.resumed]
+    if not kept:
+        return []
+    return [t for t in Sources.of(store.study_meta()).measured_now(kept)
+            if is_failure(t) and in_space(space, t.choice)]
 
 
 def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: Storage,
@@ -502,45 +547,3 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
     return why
-
-
-def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> list[Any]:
-    """Where a sampler that declares ``uses_priors`` (``auto``) starts: the winners of
-    other studies of this kernel on this GPU, each named in the header (``--no-priors``:
-    none)."""
-    from sweeper.plugins import sampler_capabilities
-
-    if not sampler_capabilities(space.sampler.name).uses_priors:
-        return []
-    if not options.priors:
-        say(f"{space.sampler.name}: starting without the winners of other studies "
-            f"({given('priors', False)})")
-        return []
-    from sweeper.samplers._priors import prior_sources
-
-    found = prior_sources(options.studies_dir, space, gpu, exclude=root)
-    if found:
-        names = ", ".join(f"{p.study} ({counted(len(p.configs), 'config')}"
-                          f"{', measured on this same problem' if p.same_problem else ''})"
-                          for p in found)
-        say(f"{space.sampler.name}: starting from "
-            f"{counted(sum(len(p.configs) for p in found), 'config')} that won other "
-            f"studies of {space.kernel} on {gpu} in "
-            f"{options.studies_dir}: {names}; {given('priors', False)} to start without them")
-    return found
-
-
-def _ceilings_for(device: Any, store: Storage) -> Any:
-    """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
-    if not device.has_ceilings:
-        return f"none on the {device.name} device"
-    from sweeper import ceilings
-
-    env = device.environment()
-    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
-    if found is None:
-        return "not measured for this GPU; run `sweeper calibrate` for % of ceiling"
-    store.update_meta(ceilings=found.to_json())
-    return found
-
-
