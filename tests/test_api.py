@@ -345,7 +345,7 @@ def test_a_final_left_for_a_longer_budget_names_time_where_the_command_names_its
     from types import SimpleNamespace
 
     from sweeper.core._spelling import keywords
-    from sweeper.engine._run import _deferred_line
+    from sweeper.engine._lines import _deferred_line
     from sweeper.store import ProblemKey
 
     idle = SimpleNamespace(finals_deferred=[ProblemKey("float32", 4096, "cold")],
@@ -1238,6 +1238,7 @@ def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, m
     """A Ctrl-C where no handler of the sweep's is in place (while the run starts, before
     any study is opened; while it reports, after) is Python's own KeyboardInterrupt: the
     call turns it into the same short one, saying what was kept."""
+    import sweeper.engine._report as report
     import sweeper.engine._run as engine
 
     def interrupted(*args: Any, **kwargs: Any) -> None:
@@ -1251,7 +1252,7 @@ def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, m
                               "nothing was written")
     assert err.value.__cause__ is None and err.value.__suppress_context__
     assert list(tmp_path.iterdir()) == []
-    monkeypatch.setattr(engine, "report_study", interrupted)
+    monkeypatch.setattr(report, "report_study", interrupted)
     with pytest.raises(KeyboardInterrupt) as err:
         sweeper.run(TINY, device="interpret", studies_dir=tmp_path, quiet=True)
     journal = tmp_path / "tiny-interpret" / "trials.jsonl"

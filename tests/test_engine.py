@@ -405,7 +405,8 @@ def test_a_command_replaced_after_a_hang_counts_the_failures_of_its_earlier_proc
     """The last process of a command that a hang re-executed exits 3 for a failure an
     earlier one recorded: it counts the study's kernel faults since the command started
     ($SWEEPER_SINCE), not its own alone, and not those of earlier commands."""
-    from sweeper.engine._run import SINCE, RunResult
+    from sweeper.engine._restart import SINCE
+    from sweeper.engine._run import RunResult
     from sweeper.study import now
 
     store, summary = sweep_study(write_space(SMALL_SPACE.replace(

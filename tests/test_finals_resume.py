@@ -200,7 +200,7 @@ def test_the_estimate_of_a_resume_counts_the_finals_the_study_owes(write_space, 
     """A run stopped before its finals leaves them to the next, whose estimate prices them
     even where no config is left to measure (it said 'for 0 trials (start-up 2 s, report
     1 s)' and then ran the finals)."""
-    from sweeper.engine._run import _finals_owed
+    from sweeper.engine._costs import _finals_owed
     from sweeper.plan import RunShape, plan_of
     from sweeper.store import key_of
 

@@ -18,7 +18,7 @@ from sweeper.core._units import counted
 from sweeper.devices._cuda import CudaDevice
 from sweeper.devices._interpret import InterpretDevice
 from sweeper.devices._replay import ReplayDevice
-from sweeper.engine._run import cache_text
+from sweeper.engine._lines import cache_text
 from sweeper.kernels import Headline, load_kernel
 from sweeper.outcome import COMPLETE, failure_counts, nothing_measured
 from sweeper.samplers._priors import prior_sources

@@ -1117,10 +1117,9 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     """``--trials`` and ``--time`` bound the estimate a run prints, as they bound the run:
     a run of two trials is not priced as the whole space."""
     from sweeper.devices import open_device
-    from sweeper.engine import RunOptions
+    from sweeper.engine import RunOptions, _costs
     from sweeper.engine._clock import RunClock
     from sweeper.engine._options import SpaceSource
-    from sweeper.engine._run import _estimate
     from sweeper.plan import RunCosts, _costs_path, costs_key
     from sweeper.space import load_space
     from tests.conftest import SMALL_SPACE
@@ -1137,7 +1136,7 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     def estimate(**budget: Any) -> float:
         options = RunOptions(space=SpaceSource(path=str(path)), device="interpret",
                              report=False, **budget)
-        seconds = _estimate(said.append, options, space, device, RunClock(first=False))
+        seconds = _costs.estimate(said.append, options, space, device, RunClock(first=False))
         assert seconds is not None
         return seconds
 
@@ -1161,10 +1160,10 @@ def test_the_runs_estimate_is_of_the_budget_the_run_has(write_space, tmp_path, m
     kept = [TrialRecord.from_result(n, c, o, TrialResult(TrialStatus.OK), "", 0.0)
             for n, (c, o) in enumerate(valid[:4])]
     options = RunOptions(space=SpaceSource(path=str(path)), device="interpret", report=False)
-    _estimate(said.append, options, space, device, RunClock(first=False), kept)
+    _costs.estimate(said.append, options, space, device, RunClock(first=False), kept)
     assert " for 2 trials (trials 2 s" in said[-1]
-    _estimate(said.append, dataclasses.replace(options, trials=5), space, device,
-              RunClock(first=False), kept)
+    _costs.estimate(said.append, dataclasses.replace(options, trials=5), space, device,
+                    RunClock(first=False), kept)
     assert " for 1 trial (trials 1 s" in said[-1]
 
 
@@ -1174,7 +1173,7 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
     trial's own seconds leave out what its first launch spent compiling and its cool-down
     or load (else a cold run's trials count them twice)."""
     from sweeper.devices import open_device
-    from sweeper.engine._run import _note_costs
+    from sweeper.engine._costs import note_costs
     from sweeper.measure import summarize
     from sweeper.plan import costs_key, run_costs
     from sweeper.space import load_space
@@ -1211,17 +1210,17 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
     trials[2].seconds = {"load": 0.2}
     # the interpreter compiles nothing for a GPU and its plan counts no compiles: a first
     # launch's seconds stay the trial's own there
-    _note_costs(space, device, Clock(), SweepSummary(trials=trials))
+    note_costs(space, device, Clock(), SweepSummary(trials=trials))
     assert run_costs(costs_key(device)).trial_s["copy"] == pytest.approx(0.6, abs=1e-4)
     monkeypatch.setattr(type(device), "measures_gpu", True)      # as on a GPU
-    _note_costs(space, device, Clock(), SweepSummary(trials=trials))
+    note_costs(space, device, Clock(), SweepSummary(trials=trials))
     kept = run_costs(costs_key(device))
     assert kept.trial_s["copy"] == pytest.approx(0.1, abs=1e-4)
     assert kept.compile_s["copy"] == pytest.approx(0.501) and not kept.pool_compile_s
     # a run's first trial starts the worker's launcher: a run of two whose first took a
     # second of its own prices a trial as its second did
-    _note_costs(space, device, Clock(), SweepSummary(trials=[trial(0, 0.001, 1.005),
-                                                             trial(1, 0.001, 0.205)]))
+    note_costs(space, device, Clock(), SweepSummary(trials=[trial(0, 0.001, 1.005),
+                                                            trial(1, 0.001, 0.205)]))
     assert run_costs(costs_key(device)).trial_s["copy"] == pytest.approx(0.2, abs=1e-4)
     # under measure.duty auto, the loads of the power-bound trials that compiled nothing
     # are the sampler's (a compile's own load is priced with it); the first trial aside
@@ -1231,10 +1230,10 @@ def test_a_trial_that_compiled_keeps_its_compile_apart_from_its_own_seconds(
     for t, load in zip(hot, (0.2, 0.15, 0.2, 0.05, 0.0), strict=True):
         t.duty, t.seconds = "configs sampled back to back under sustained load", {"load": load}
     hot[4].seconds = {}                    # no pause before it: no load
-    _note_costs(space, device, Clock(), SweepSummary(trials=hot))
+    note_costs(space, device, Clock(), SweepSummary(trials=hot))
     assert run_costs(costs_key(device)).load_s["exhaustive"] == pytest.approx(0.2 / 3, abs=1e-4)
     hot[1].seconds = {"cool-down": 0.1, "load": 0.15}     # a cool-down schedule's: none
-    _note_costs(space, device, Clock(), SweepSummary(trials=hot))
+    note_costs(space, device, Clock(), SweepSummary(trials=hot))
     assert run_costs(costs_key(device)).load_s["exhaustive"] == pytest.approx(0.05 / 2, abs=1e-4)
 
 
@@ -1531,10 +1530,9 @@ def test_a_calls_first_run_in_its_process_counts_its_set_up(tmp_path, monkeypatc
     (``RunCosts.setup_s``, else the command's start-up), and a later call's does not; the
     command counts its whole start-up.  Each first run keeps its own set-up."""
     from sweeper.devices import open_device
-    from sweeper.engine import RunOptions
+    from sweeper.engine import RunOptions, _costs
     from sweeper.engine._clock import RunClock
     from sweeper.engine._options import SpaceSource
-    from sweeper.engine._run import _estimate, _note_costs
     from sweeper.plan import RunCosts, _costs_path, costs_key, run_costs
     from sweeper.space import load_space
     from sweeper.sweep._summary import SweepSummary
@@ -1551,7 +1549,7 @@ def test_a_calls_first_run_in_its_process_counts_its_set_up(tmp_path, monkeypatc
     def estimate(first: bool, command: bool = False) -> float:
         options = RunOptions(space=SpaceSource(path=str(path)), device="interpret",
                              report=False, clock_from_start=command)
-        seconds = _estimate(said.append, options, space, device, RunClock(first=first))
+        seconds = _costs.estimate(said.append, options, space, device, RunClock(first=first))
         assert seconds is not None
         return seconds
 
@@ -1563,17 +1561,17 @@ def test_a_calls_first_run_in_its_process_counts_its_set_up(tmp_path, monkeypatc
     # a time budget shorter than the start-up is said to be, not promised
     options = RunOptions(space=SpaceSource(path=str(path)), device="interpret", report=False,
                          clock_from_start=True, time_s=2.0)
-    assert _estimate(said.append, options, space, device, RunClock()) == pytest.approx(3.0)
+    assert _costs.estimate(said.append, options, space, device, RunClock()) == pytest.approx(3.0)
     assert said[-1].startswith("estimated time: 3 s, the start-up alone, longer than the "
                                "time budget of 2 s: it likely measures nothing (6 trials ")
 
     clock = RunClock(first=True)
     clock.marks = {"space and device": clock.start + 0.5, "set-up": clock.start + 1.75}
-    _note_costs(space, device, clock, SweepSummary())
+    _costs.note_costs(space, device, clock, SweepSummary())
     assert run_costs(costs_key(device)).setup_s == pytest.approx(1.75)
     clock.first = False                    # a later call's set-up says nothing of a first's
     clock.marks["set-up"] = clock.start + 0.7
-    _note_costs(space, device, clock, SweepSummary())
+    _costs.note_costs(space, device, clock, SweepSummary())
     assert run_costs(costs_key(device)).setup_s == pytest.approx(1.75)
 
 
@@ -1635,7 +1633,7 @@ def test_plan_prices_the_configs_to_measure_again_first_and_says_so(small_space,
     says how many of the trials it would measure are such, and prices that config, not
     the next one of the space that the study lacks."""
     from sweeper.devices import open_device
-    from sweeper.engine._run import budgeted
+    from sweeper.engine._inputs import budgeted
     from sweeper.plan import RunShape, plan_of
     from sweeper.space import Invalid, load_space
     from sweeper.store import StudyStore, key_of

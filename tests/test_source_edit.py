@@ -375,14 +375,14 @@ def test_an_edit_after_a_lost_context_stops_the_sweep_that_goes_on_in_workers(
         return record if number else \
             record.__class__(**{**vars(record), "status": TrialStatus.CRASHED})
     monkeypatch.setattr(Bench, "trial", crashed)
-    reporter, calls = engine_run._reporter, []
+    reporter, calls = engine_run.progress_reporter, []
 
     def edited_then(quiet, headline):              # the second sweep's: between the two
         calls.append(quiet)
         if len(calls) == 2:
             path.write_text(CLASS_KERNEL.replace('"my-copy"', '"my-copy"  # edited'))
         return reporter(quiet, headline)
-    monkeypatch.setattr(engine_run, "_reporter", edited_then)
+    monkeypatch.setattr(engine_run, "progress_reporter", edited_then)
     studies = tmp_path / "studies"
     try:
         assert _run(space, studies, "--workers", "inline") == 2

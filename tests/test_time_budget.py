@@ -472,7 +472,7 @@ def test_finals_no_budget_like_this_one_covers_name_the_budget_that_does():
     line names a --time that covers them instead."""
     from types import SimpleNamespace
 
-    from sweeper.engine._run import _deferred_line
+    from sweeper.engine._lines import _deferred_line
     from sweeper.store import ProblemKey
 
     key = ProblemKey("float32", 4096, "cold")
@@ -630,11 +630,11 @@ def test_a_report_past_the_time_budget_leaves_its_pictures_to_sweeper_report(
     pictures' seconds vary twofold on a loaded 2-core machine: a `--time 10s` run of
     spaces/add.yaml ended at 11.7 s): it draws no picture past the budget's end, and says
     which command draws the rest."""
-    from sweeper.engine import _run
+    from sweeper.engine import _report
 
     args, folder = _unreported_study(small_space, tmp_path, capsys, monkeypatch)
     # the budget's end is past when the report starts: the files are written, no picture
-    monkeypatch.setattr(_run, "REPORT_FILES_S", 1e6)
+    monkeypatch.setattr(_report, "REPORT_FILES_S", 1e6)
     assert main([*args, "--time", "60s"]) == 0
     out = capsys.readouterr().out
     assert "0 heatmaps in" in out and "not drawn, the time budget is spent: " \
@@ -783,15 +783,15 @@ def test_the_last_run_keeps_the_commands_wall_written_after_its_report(
     by.  A study an older sweeper wrote kept the sweep's as ``wall_s``: read as
     ``sweep_s``."""
     from sweeper.cli._plan import _last_run
-    from sweeper.engine import _run
+    from sweeper.engine import _report
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    real = _run.report_study
+    real = _report.report_study
 
     def slow(*args, **kwargs):
         time.sleep(1.0)
         return real(*args, **kwargs)
-    monkeypatch.setattr(_run, "report_study", slow)
+    monkeypatch.setattr(_report, "report_study", slow)
     space = write_space(REPLAY_SPACE)
     table = Path(__file__).parent / "data" / "replay" / "h200-copy.csv"
     t0 = time.perf_counter()
@@ -811,7 +811,7 @@ def test_the_last_run_keeps_the_commands_wall_written_after_its_report(
 
 def test_a_run_resolves_its_budgets_once(write_space, tmp_path, monkeypatch):
     """``--trials`` and ``--time`` over the space's budget are resolved once a run
-    (:func:`~sweeper.engine._run.budgeted`): the study, the estimate, the GPU check and
+    (:func:`~sweeper.engine._inputs.budgeted`): the study, the estimate, the GPU check and
     the summary and report are all given that one."""
     from sweeper.engine import _run
 

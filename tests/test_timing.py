@@ -176,10 +176,10 @@ def test_the_time_line_s_parts_add_up_to_their_step(write_space, tmp_path, capsy
     import time
 
     from sweeper.cli import main
-    from sweeper.engine import _run
+    from sweeper.engine import _report
     from sweeper.sweep import Sweep
 
-    built, reported = Sweep.__init__, _run.report_study
+    built, reported = Sweep.__init__, _report.report_study
 
     def slow_build(self, *args, **kwargs):
         time.sleep(0.4)
@@ -190,7 +190,7 @@ def test_the_time_line_s_parts_add_up_to_their_step(write_space, tmp_path, capsy
         return reported(*args, **kwargs)
 
     monkeypatch.setattr(Sweep, "__init__", slow_build)
-    monkeypatch.setattr(_run, "report_study", slow_report)
+    monkeypatch.setattr(_report, "report_study", slow_report)
     path = write_space(SMALL_SPACE)
     assert main(["run", str(path), "--device", "interpret", "--gpu-check", "off",
                  "--studies-dir", str(tmp_path), "--quiet"]) == 0

@@ -12,6 +12,7 @@ from sweeper.cli._inputs import space_source
 from sweeper.core._units import counted
 from sweeper.engine import space_and_device
 from sweeper.engine._inputs import (
+    budgeted,
     needs_gpu,
     planned_kernel,
     refuse_at_configs,
@@ -28,7 +29,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     run it, or whose declared model or launch arguments fail at a config on the device
     (run's checks and messages, before anything is printed; a kernel whose module plan
     does not import declares neither to it)."""
-    from sweeper.engine._run import budgeted, resumed_shape, shrunk_lines
+    from sweeper.engine._costs import resumed_shape
+    from sweeper.engine._lines import shrunk_lines
     from sweeper.kernels import BUILTINS
     from sweeper.measure import DEFAULT_DUTY
     from sweeper.plan import estimate_words, plan_of, run_shape

@@ -11,7 +11,9 @@ report alike; ``sweeper worker`` builds a :class:`WorkerOptions` and calls
 from sweeper.core._model import DICT, STRING
 from sweeper.engine._inputs import kernel_for, space_and_device
 from sweeper.engine._options import RunOptions, SpaceSource
-from sweeper.engine._run import MAX_RESTARTS, RunResult, report_study, run_sweep
+from sweeper.engine._report import report_study
+from sweeper.engine._restart import MAX_RESTARTS
+from sweeper.engine._run import RunResult, run_sweep
 from sweeper.engine._worker import WorkerOptions, run_worker
 
 __all__ = ["DICT", "MAX_RESTARTS", "STRING", "RunOptions", "RunResult", "SpaceSource",

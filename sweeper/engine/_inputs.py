@@ -1,8 +1,10 @@
 """The space and the device a run reads, checked once and in order; the kernel they
-ask for.  Each error is one line naming what is wrong."""
+ask for; the space under the run's budgets.  Each error is one line naming what is
+wrong."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -231,3 +233,13 @@ def needs_gpu(space: Any) -> bool:
 
     declared = plugins.kernel_declaration(space.kernel, user_code=False)
     return bool(getattr(declared, "needs_gpu", False))
+
+
+def budgeted(space: Any, trials: int | None, time_s: float | None) -> Any:
+    """``space`` under a run's budgets: ``--trials`` and ``--time`` where given (``None``:
+    not), else the space's ``budget.trials`` and ``budget.time``; what ``run`` estimates
+    and ``plan`` plans alike."""
+    budget = space.budget
+    return dataclasses.replace(space, budget=dataclasses.replace(
+        budget, trials=budget.trials if trials is None else trials,
+        time_s=budget.time_s if time_s is None else time_s))

@@ -6,18 +6,19 @@ hung it (a kernel that never returns) makes the command go on in a fresh process
 journal lets a new process resume where this one stopped.
 
 It takes a :class:`~sweeper.engine.RunOptions` and returns a :class:`RunResult`; exit
-statuses are the command's business, not the engine's."""
+statuses are the command's business, not the engine's.
+
+This module holds the run's steps, in the order :func:`_run` takes them; what the run
+says is :mod:`sweeper.engine._lines`', its estimate and the costs it keeps for the next
+are :mod:`sweeper.engine._costs`', its report :mod:`sweeper.engine._report`'s, and a hung
+trial's fresh process :mod:`sweeper.engine._restart`'s."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import math
 import os
 import sys
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +26,20 @@ from typing import TYPE_CHECKING, Any
 
 from sweeper.core._spelling import given, option
 from sweeper.core._units import counted
-from sweeper.engine._inputs import kernel_for, space_and_device
+from sweeper.engine._costs import estimate, note_costs, run_plan
+from sweeper.engine._inputs import budgeted, kernel_for, space_and_device
+from sweeper.engine._lines import (
+    header,
+    printer,
+    progress_reporter,
+    say_summary,
+    say_time,
+    unchanged_since_alike,
+)
 from sweeper.engine._options import RunOptions
 from sweeper.engine._prespawn import StartAhead, worker_processes
+from sweeper.engine._report import import_report_aside, report_run
+from sweeper.engine._restart import SINCE, STARTED, hung
 from sweeper.errors import ContextLost, RefusalFailed, SweeperError
 from sweeper.interrupt import Aborted, stopping_on_signals
 from sweeper.options import check_study_name, study_folder
@@ -38,20 +50,10 @@ if TYPE_CHECKING:          # the store is imported where a run opens it
     from sweeper.sweep._compile_ahead import CompileOptions
     from sweeper.sweep._gpu_check import GpuCheck
 
-#: How many times one `sweeper run` goes on in a fresh process after trials that hung
-#: (each such trial is recorded and never tried again).
-MAX_RESTARTS = 20
-#: A time budget's whole command may end this fraction past it (its promise: within the
-#: budget plus 5 %); a report that would take it further is not written.
-BUDGET_SLACK = 0.05
 #: Seconds a time budget keeps for what follows the sweep's finals: closing its workers
 #: and writing the study's summary (0.0-0.4 s on the H200, an H100 and the 2-core CI
 #: machine, where a `--time 10s` run that kept nothing for them ended at 10.54 s).
 END_S = 0.3
-#: Seconds a report under a time budget keeps, past its pictures, for its three files
-#: (``files`` in the time line: 0.0-0.2 s on the 2-core development machine) and the
-#: command's last lines.
-REPORT_FILES_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -106,13 +108,6 @@ class RunResult:
         return sum(1 for t in self.summary.trials[self.summary.resumed:] if t.kernel_fault)
 
 
-#: The environment variable a command re-executed after a hang carries its start in (UTC,
-#: as records stamp it), so the last process counts the whole command's failures.
-SINCE = "SWEEPER_SINCE"
-#: How many times the command went on in a fresh process (set in the fresh one).
-RESTARTS = "SWEEPER_RESTARTS"
-#: When this process's first ``run_sweep`` started (what :data:`SINCE` passes on).
-_STARTED: list[str] = []
 #: The runs this process has begun: a later one finds the imports and compiles of its
 #: set-up done (a call from Python on the interpreter: 2.6 s before its first sweep, 0.2 s
 #: before its second)
@@ -128,7 +123,7 @@ def run_sweep(options: RunOptions) -> RunResult:
     from sweeper._processes import release
     from sweeper.study import now
 
-    _STARTED[:] = [now()]
+    STARTED[:] = [now()]
     started = StartAhead(options)     # what starts once the space is read
     opened: list[Storage] = []        # the study's store, once the run has opened it
     try:
@@ -184,30 +179,31 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                           budget=bounded.budget,
                           before_writing=lambda: Sampling.build(space, kernel, facts, configs))
     measure = device.measure_spec(space.measure)
-    say = _printer(options.quiet)
+    say = printer(options.quiet)
     kept_trials = store.records()[0] if resuming else []
     kept = len(kept_trials)
     where = store.location if options.storage else store.root
     say(f"study {name}: {where} ({f'resuming, {kept} trials kept' if resuming else 'new'})")
-    unchanged = _unchanged_since_alike(left_as, store.study_meta(), space)
+    unchanged = unchanged_since_alike(left_as, store.study_meta(), space)
     if unchanged is not None:
         say(unchanged)
-    limits = _header(say, space, device, facts, measure, store)
+    limits = _ceilings_for(device, store)      # this GPU's ceilings, or why there are none
+    header(say, space, device, facts, measure, limits)
     done = _done(store, kept_trials)
-    plan = _run_plan(options, space, device, clock, done, store, bounded,
-                     again=_again(store, kept_trials))
+    plan = run_plan(options, space, device, clock, done, store, bounded,
+                    again=_again(store, kept_trials))
     # a check of what compiles for a GPU is of the trials: a run with none left needs none
     check = None if plan is not None and not plan.trials else _gpu_check(
         say, options, space, kernel, device, facts, clock, bounded.budget.time_s)
-    clock.estimate_s = _estimate(say, options, space, device, clock, done, store,
-                                 bounded=bounded, plan=plan)
+    clock.estimate_s = estimate(say, options, space, device, clock, done, store,
+                                bounded=bounded, plan=plan)
     for line in said:
         say(line)
     stop = StopFlag()
     clock.mark("set-up")
     _runs += 1          # a run that failed before here (a bad space) imported little
-    warm = _import_report_aside(options, device)
-    reporter = _reporter(options.quiet, kernel.headline)
+    warm = import_report_aside(options, device)
+    reporter = progress_reporter(options.quiet, kernel.headline)
     # Ctrl-C or SIGTERM stops the sweep after the trial in flight (twice: at once)
     with stopping_on_signals(stop):
         try:
@@ -223,7 +219,8 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
             print(f"sweeper: trial #{lost.number}: {lost.reason}; recorded as crashed in "
                   f"{store.location}", file=sys.stderr)
             options = dataclasses.replace(options, workers="process")
-            reporter = _reporter(options.quiet, kernel.headline)   # new bars: the first ended
+            # new bars: the first ended
+            reporter = progress_reporter(options.quiet, kernel.headline)
             summary = _sweep(options, space, kernel, device, store, limits, configs, stop,
                              gpus, dataclasses.replace(ahead, pool=None), reporter, lost=lost,
                              clock=clock, check=check,
@@ -237,131 +234,115 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
     before = _failed_before(summary, space, store)
     failure = _finish(options, summary, space, kernel, store, limits, clock, reporter,
                       bounded.budget.time_s, before)
-    _say_time(options, clock, summary, ran["timing"])
+    say_time(options, clock, summary, ran["timing"])
     # the whole command's, report included: a run past its time budget shows there
     store.update_meta(last_run={**ran, "wall_s": round(clock.elapsed_s(), 3)})
-    _note_costs(space, device, clock, summary, check)
+    note_costs(space, device, clock, summary, check)
     return RunResult(store, summary, failure,
                      failed_before=sum(1 for t in before if t.kernel_fault))
 
 
-def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
-    """The trials a resumed study kept from earlier runs that failed (``failed``
-    statuses), measured on its kernel source now and of configs this run's space holds:
-    what it still holds of its failures (a config dropped from the space, or measured
-    only on an earlier source, is not, nor a trial this run measures again: ``retry``)."""
-    from sweeper.outcome import is_failure
-    from sweeper.sweep._optuna import in_space
-    from sweeper.winners import Sources
+def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
+    """The GPU indices ``--gpus`` names (``all``: every visible one), checked before
+    anything is written; None where it was not given: the one GPU the device opened.  On
+    a device without GPUs the indices only name the workers."""
+    if asked is not None and not device.measures_gpu:
+        return list(asked) or None
+    if not device.measures_gpu:
+        raise SweeperError(f"{given('gpus', 'all')}: the {device.name} device has no GPUs "
+                           f"to count; name the workers by index ({given('gpus', '0,1')})")
+    import torch
 
-    kept = summary.trials[:summary.resumed]
-    if not kept:
+    count = torch.cuda.device_count()
+    if asked is None:
+        return list(range(count))
+    beyond = [i for i in asked if i >= count]
+    if beyond:
+        raise SweeperError(f"{given('gpus', ','.join(map(str, asked)))}: no GPU {beyond[0]}; this "
+                           f"machine shows {count} (0 to {count - 1})")
+    return list(asked) or None
+
+
+def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead,
+                   space: Any) -> CompileOptions:
+    """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
+    the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
+    the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
+    moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
+    the workers, else one started with the sweep where every config compiles, else once a
+    trial compiled a binary this machine had not compiled before; elsewhere none, and
+    asking for some is refused; none either for a kernel in ``__main__``, which no
+    compile process can import."""
+    from sweeper.kernels._binaries import Binaries, space_binaries
+    from sweeper.kernels._precompile import Target
+    from sweeper.plan import costs_key
+    from sweeper.sweep._compile_ahead import CompileOptions
+    from sweeper.sweep._compile_pool import default_size
+
+    target = device.compile_target()
+    if target is None:
+        if asked:
+            raise SweeperError(f"{given('compile_workers', asked)}: the {device.name} "
+                               "device compiles nothing for a GPU; leave the option out")
+        return CompileOptions()
+    if space.kernel.partition(":")[0] == "__main__":
+        # a compile process imports the kernel by its name, and a notebook's or a
+        # script's __main__ is not its own: each would die loading it, restarted to no end
+        if asked:
+            raise SweeperError(
+                f"{given('compile_workers', asked)}: kernel {space.kernel} is defined in "
+                "__main__ (a notebook or a script), which compile processes cannot "
+                "import: leave the option out (each config compiles as it first runs), or "
+                "put the kernel in a module and name it as module:attr")
+        return CompileOptions()
+    @functools.cache
+    def binaries() -> Binaries:
+        """Read only when a lazy pool has a slow first launch to judge, not at start-up."""
+        return space_binaries(space, costs_key(device))
+
+    return CompileOptions(default_size(workers) if asked is None else asked,
+                          Target.parse(target), not started.pool_ahead, started.pool,
+                          built=lambda config: binaries().cached(binaries().key(config)))
+
+
+def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> list[Any]:
+    """Where a sampler that declares ``uses_priors`` (``auto``) starts: the winners of
+    other studies of this kernel on this GPU, each named in the header (``--no-priors``:
+    none)."""
+    from sweeper.plugins import sampler_capabilities
+
+    if not sampler_capabilities(space.sampler.name).uses_priors:
         return []
-    return [t for t in Sources.of(store.study_meta()).measured_now(kept)
-            if is_failure(t) and in_space(space, t.choice)]
+    if not options.priors:
+        say(f"{space.sampler.name}: starting without the winners of other studies "
+            f"({given('priors', False)})")
+        return []
+    from sweeper.samplers._priors import prior_sources
+
+    found = prior_sources(options.studies_dir, space, gpu, exclude=root)
+    if found:
+        names = ", ".join(f"{p.study} ({counted(len(p.configs), 'config')}"
+                          f"{', measured on this same problem' if p.same_problem else ''})"
+                          for p in found)
+        say(f"{space.sampler.name}: starting from "
+            f"{counted(sum(len(p.configs) for p in found), 'config')} that won other "
+            f"studies of {space.kernel} on {gpu} in "
+            f"{options.studies_dir}: {names}; {given('priors', False)} to start without them")
+    return found
 
 
-def _unchanged_since_alike(before: Any, after: Any, space: Any) -> str | None:
-    """The note a resume says up front where the study's last run stopped for its first
-    configs all failing alike (the kernel at fault) and nothing has changed since: the
-    study's fingerprint (the kernel's source, the space file, the GPU and software) as
-    ``before`` (its meta before this run opened it) and ``after`` (since) record it, and
-    the axes' labels this run's ``space`` sweeps (``-p`` included).  The run goes on
-    (the configs left may not fail), but likely stops the same way; None otherwise."""
-    from sweeper.study import axes_of
-    from sweeper.sweep._budget import stopped_alike
+def _ceilings_for(device: Any, store: Storage) -> Any:
+    """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
+    if not device.has_ceilings:
+        return f"none on the {device.name} device"
+    from sweeper import ceilings
 
-    failed = None if before is None else stopped_alike(
-        str(before.last_run.get("stopped_by", "")))
-    if failed is None or before.fingerprint != after.fingerprint or \
-            before.axes != axes_of(space):
-        return None
-    return (f"note: nothing changed since the last run stopped at its first "
-            f"{counted(failed, 'config')} failing alike (the same kernel source, space and "
-            "settings): the configs left are measured and will likely fail the same way; "
-            f"to measure a fixed kernel, rerun with {given('force')}")
-
-
-def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
-             wall_s: float | None = None) -> dict[str, Any]:
-    """What the study's ``last_run`` keeps of a sweep (``sweeper run``'s, or a worker's):
-    why it stopped, the command's seconds (``wall_s``, from the process's start for a
-    command: what its ``time:`` line says, to hold against its time budget; the sweep's
-    where None), the sweep's (``sweep_s``) and its trials measured (``sweeper plan``'s
-    rate), the command, the ``priors`` it started from, the GPUs it dropped and how busy
-    it kept them (the report's lines)."""
-    return {"stopped_by": summary.stopped_by,
-            "wall_s": round(summary.wall_s if wall_s is None else wall_s, 3),
-            "sweep_s": round(summary.wall_s, 3),
-            "measured": summary.measured, "command": command,
-            "priors": {p.study: p.configs for p in priors},
-            "dropped": [d.to_json() for d in summary.dropped],
-            "timing": summary.timing.lines() if summary.timing is not None else [],
-            "gpu_busy": summary.busy.to_json() if summary.busy else None}
-
-
-#: Spaces larger than this get no estimate at the start of a run: the plan resolves every
-#: config, which would hold back the first trial (10⁶ configs: seconds).
-ESTIMATE_UP_TO = 50_000
-
-
-def _estimate(say: Callable[[str], None], options: RunOptions, space: Any, device: Any,
-              clock: Any, kept: Sequence[Any] = (), store: Any = None, *,
-              bounded: Any = None, plan: Any = None) -> float | None:
-    """Print what ``sweeper plan`` estimates this run takes, its trials as
-    ``--trials`` (or the space's budget) bounds them, less the configs the study has
-    ``kept`` (a resumed run measures none again, and they count towards ``--trials``),
-    plus the finals ``store`` still owes (a run stopped before them leaves them to this
-    one), and return it; where the time budget
-    (``--time``, or the space's) is shorter, that budget, with what the trials would take
-    without it.  Nothing for a replay (the estimate is the recorded GPU's) or a space too
-    large to plan quickly.  A run left with no trial and no final says that nothing is
-    left to measure, and why, instead of an estimate (None).  ``bounded``: ``space`` under
-    those budgets, as the run has it (:func:`budgeted`; ``None``: made here); ``plan``:
-    the run's plan (:func:`_run_plan`; ``None``: made here)."""
-    if bounded is None:
-        bounded = budgeted(space, options.trials, options.time_s)
-    if plan is None:
-        plan = _run_plan(options, space, device, clock, kept, store, bounded)
-    if plan is None:
-        return None
-    from sweeper.plan import estimate_words
-    from sweeper.trial import trials_counted
-
-    checked = device.checks_gpu_compile and options.gpu_check != "off"
-    if not plan.trials and not plan.finals_s:
-        why = (f"the study holds every one of the space's {counted(plan.size, 'config')} "
-               f"({counted(len(kept), 'trial')} kept)" if not plan.todo else
-               f"the study's {counted(trials_counted(kept), 'trial')} spend the trial budget "
-               f"of {bounded.budget.trials}")
-        say(f"nothing left to measure: {why}{'; no gpu check' if checked else ''}")
-        return None
-    head, lead, seconds = estimate_words(plan, bounded.budget.time_s,
-                                         per_trials=bool(plan.trials))
-    if not plan.trials:
-        head += (" for the finals the study still owes, no trial left to measure" +
-                 ("; no gpu check" if checked else ""))
-    parts = f"{lead}{plan.parts_text()}"       # none where every part is under 0.5 s
-    say(f"estimated time: {head} ({parts + '; ' if parts else ''}sweeper plan says how)")
-    return seconds
-
-
-def _run_plan(options: RunOptions, space: Any, device: Any, clock: Any,
-              kept: Sequence[Any], store: Any, bounded: Any,
-              again: Sequence[Mapping[str, str]] = ()) -> Any:
-    """What ``sweeper plan`` plans of this run (a :class:`~sweeper.plan.Plan`): ``space``
-    under its budgets (``bounded``), less the ``kept`` trials, the configs to measure
-    ``again`` first, plus the finals ``store`` still owes; None for a replay (the estimate
-    is the recorded GPU's) or a space too large to plan quickly."""
-    if device.replays or space.size > ESTIMATE_UP_TO:
-        return None
-    from sweeper.plan import plan_of, run_shape
-
-    shape = run_shape(space, device, report=options.report,
-                      startup=options.clock_from_start, setup=clock.first,
-                      compile_workers=options.compile_workers)
-    plan, _ = plan_of(bounded, device, resumed_shape(shape, store, kept, again))
-    return plan
+    env = device.environment()
+    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
+    if found is None:
+        return "not measured for this GPU; run `sweeper calibrate` for % of ceiling"
+    store.update_meta(ceilings=found.to_json())
+    return found
 
 
 def _done(store: Any, kept: Sequence[Any]) -> list[Any]:
@@ -384,221 +365,6 @@ def _again(store: Any, trials: Sequence[Any]) -> tuple[Mapping[str, str], ...]:
     from sweeper.winners import Sources
 
     return tuple(t.choice for t in Sources.of(store.study_meta()).again(trials))
-
-
-def resumed_shape(shape: Any, store: Any, kept: Sequence[Any],
-                  again: Sequence[Mapping[str, str]] = ()) -> Any:
-    """``shape`` (a :class:`~sweeper.plan.RunShape`) of a run that resumes the study in
-    ``store``, whose ``kept`` trials it measures none of again, counts towards its trial
-    budget, and whose finals it still owes, and which measures the choices ``again`` (of
-    trials to be measured again) first: what ``run`` and ``plan`` estimate alike."""
-    if not kept and not again:
-        return shape
-    from sweeper.trial import trials_counted
-
-    return dataclasses.replace(shape, done=frozenset(t.key() for t in kept),
-                               spent=trials_counted(kept), again=tuple(again),
-                               finals_owed=_finals_owed(store, kept))
-
-
-def _finals_owed(store: Any, kept: Sequence[Any]) -> dict[tuple[Any, str], tuple[int, float]]:
-    """Per (problem, cache) whose final the study in ``store`` still owes, how many of
-    its configs the ``kept`` trials measured and their fastest median in seconds (what
-    the plan prices a final by)."""
-    if store is None:
-        return {}
-    from sweeper.finals import problem_of
-    from sweeper.winners import Winners
-
-    owed: dict[tuple[Any, str], tuple[int, float]] = {}
-    for key in Winners.of(store).missing(kept):
-        medians = [t.stats.median for t in kept
-                   if t.ok and t.stats is not None and problem_of(t) == key]
-        if medians:
-            owed[(key.problem, key.cache)] = (len(medians), min(medians) / 1e3)
-    return owed
-
-
-def _deferred_line(summary: Any, budget_s: float | None) -> str:
-    """What the run says of the finals its time budget did not cover: what their first
-    rounds need, and either that the same command measures them (its budget leaves them
-    that much once no trial is measured before them: a resume keeps their time first), or
-    the longer budget that does (``--time 4s``, from the API ``time='4s'``), where the same
-    command would leave them again."""
-    what = (f"finals of {counted(len(summary.finals_deferred), 'problem')} left for the next "
-            "run: the time budget did not cover them")
-    needed, room = summary.finals_needed_s, summary.finals_room_s
-    if not summary.measured:        # this run was one that measured no trial first
-        room = min(room, summary.finals_left_s)
-    if budget_s is None:
-        return f"{what} (run the same command to measure them)"
-    rounds = "the first round of its final needs" if len(summary.finals_deferred) == 1 \
-        else "the first rounds of their finals need"
-    if needed <= room:
-        return (f"{what} after this run's trials ({rounds} {needed:.1f} s; this time budget "
-                f"leaves the finals {room:.1f} s after the start-up and the report's share "
-                "when no trial is measured before them): run the same command to measure "
-                "them")
-    longer = given("time", f"{math.ceil(budget_s + needed - room + 0.5):d}s")
-    return (f"{what} ({rounds} {needed:.1f} s, {needed - room:.1f} s more than this time "
-            f"budget leaves the finals after the start-up and the report's share): {longer} "
-            "or more measures them")
-
-
-def _left_line(summary: Any) -> str | None:
-    """What the run left for the next run, which the same command measures: after a
-    Ctrl-C or SIGTERM the configs not measured yet, those to be measured again among them
-    said apart (``retry``: their worker process was killed from outside), and the finals
-    not run (``12 configs (1 of them to measure again: its worker process was killed from
-    outside) and the finals of 1 problem left for the next run: Ctrl-C stopped the sweep
-    (run the same command to measure them)``); after any other stop (a budget), the
-    configs to be measured again (where the trial budget was spent before them, the
-    budget that measures them: the same command would not), and the finals this run ran
-    without them, which run again once they measure; ``None`` where it left nothing of
-    these."""
-    from sweeper.outcome import killed_from_outside
-    from sweeper.sweep._budget import INTERRUPTED
-
-    configs, exact = summary.left
-    if not configs and not summary.finals_stopped:
-        if not summary.again:
-            return None
-        it = "it" if summary.again == 1 else "them"
-        how = f"run the same command to measure {it}" if not summary.trials_for_again else \
-            f"the trial budget is spent: {given('trials', summary.trials_for_again)} " \
-            f"measures {it}"
-        finals = summary.finals_before_again
-        ran = "" if not finals else (
-            f"; this run's finals of {counted(finals, 'problem')} ran without {it}, and run "
-            f"again once the next run measures {it} ok")
-        return (f"{counted(summary.again, 'config')} left for the next run to measure again: "
-                f"{killed_from_outside(summary.again)} ({how}{ran})")
-    what = [f"{'' if exact else 'up to '}{counted(configs, 'config')}"] if configs else []
-    again = min(summary.again, configs)
-    if again:
-        of = "" if again == configs else f"{again} of them "
-        what[0] += f" ({of}to measure again: {killed_from_outside(again)})"
-    if summary.finals_stopped:
-        what.append(f"{'the ' if configs else ''}finals of "
-                    f"{counted(summary.finals_stopped, 'problem')}")
-    who = "Ctrl-C" if summary.stopped_by == INTERRUPTED else "a SIGTERM"
-    return (f"{' and '.join(what)} left for the next run: {who} stopped the "
-            f"{'sweep' if configs else 'finals'} (run the same command to measure them)")
-
-
-def _note_costs(space: Any, device: Any, clock: Any, summary: Any,
-                check: GpuCheck | None = None) -> None:
-    """Keep what this run measured of the costs an estimate assumes (start-up, report,
-    compiles, proposals, on the interpreter its GPU ``check``'s compile) for the next
-    estimate and time budget on this machine, and which Triton binaries
-    its trials ran (they are in Triton's cache now).  A replay keeps what this machine
-    spent around its trials (start-up, set-up, report) and nothing of the trials, which
-    are the recorded GPU's: without it a replay's time budget kept the H200's 1 s for a
-    report that took 9 s on a loaded 2-core machine, and a `--time 6s` run took 13.9 s."""
-    from sweeper.finals import Round, measured_overhead_s
-    from sweeper.plan import costs_key, launch_model, note_run
-    from sweeper.sweep._compile_ahead import COMPILED_S
-
-    restarted = RESTARTS in os.environ
-    # a process the command restarted into (execve keeps the process's start time) has
-    # the earlier processes' sweeps in its start-up: not what a start-up costs
-    noted = functools.partial(
-        note_run, costs_key(device), kernel=space.kernel, sampler=space.sampler.name,
-        startup_s=None if restarted else clock.startup_s(),
-        setup_s=None if restarted else clock.setup_s(),
-        report_s=clock.steps().get("report"), report_maps=clock.report_maps,
-        report_cells=clock.report_cells, report_fixed_s=clock.report_fixed_s,
-        space=space.study)
-    if device.replays:
-        noted(compiles_s=[], ask_s=None)
-        return
-
-    own = summary.trials[summary.resumed:]
-    timing = summary.timing
-    measure = device.measure_spec(space.measure)
-    model = launch_model(space, device)
-
-    def compiled(t: Any) -> float:
-        """The seconds trial ``t``'s first launch spent compiling (0: it loaded its binary,
-        or nothing compiles for a GPU here, as on the interpreter, whose plan counts no
-        compiles)."""
-        cold = t.cold_s or 0.0
-        return cold - t.stats.median / 1e3 if (
-            device.measures_gpu and cold >= COMPILED_S and t.stats) else 0.0
-
-    noted(compiles_s=[t.cold_s for t in own[1:] if (t.cold_s or 0.0) >= COMPILED_S],
-          first_compile_s=own[0].cold_s if own and device.measures_gpu and
-          (own[0].cold_s or 0.0) >= COMPILED_S else None,
-          pool_compiles_s=summary.compiles_s,
-          ask_s=timing.per_trial_ms("ask") / 1e3 if timing is not None and own else None,
-          # a trial's own seconds, its compile and its power schedule's cool-down or
-          # load aside: the plan counts those apart; not the run's first, which starts
-          # the worker's launcher (on the H200 0.3 s from a warm cache), so that a run
-          # of two trials does not price every trial of the next plan as its first
-          trials_s=[t.wall_s - (sum(t.samples_ms) * t.batch +
-                                (measure.warmup_turns(t.stats.median / 1e3) + 1) *
-                                t.stats.median) / 1e3 - compiled(t)
-                    - t.seconds.get("load", 0.0) - t.seconds.get("cool-down", 0.0)
-                    for t in own[1:] if t.ok and t.stats],
-          launch_scales=[t.stats.median / 1e3 / model(t.config) for t in own
-                         if t.ok and t.stats and t.config and model(t.config) > 0],
-          prior_trials=device.plan_costs.scale_prior_trials,
-          gpu_check_s=check.first_s if check is not None else None,
-          finals_overhead_s=measured_overhead_s(
-              summary.finals, summary.finals_s, Round.on(device.measure_spec)),
-          # what a power-bound trial that compiled nothing spent loading the GPU under
-          # the sustained schedule (the plan prices a compile's own load with it)
-          loads_s=[t.seconds.get("load", 0.0) for t in own[1:] if t.duty and
-                   "cool-down" not in t.seconds and (t.cold_s or 0.0) < COMPILED_S]
-          if space.measure.duty == "auto" else ())
-    if device.measures_gpu and space.kernel != "cuda":   # NVRTC's cache answers for itself
-        from sweeper.kernels._binaries import note_built
-        from sweeper.trial import TrialStatus
-
-        note_built(costs_key(device), space.kernel,
-                   [t.config for t in own if t.config is not None and
-                    t.status != TrialStatus.COMPILE_ERROR])
-
-
-def _say_time(options: RunOptions, clock: Any, summary: Any, timing: list[str]) -> None:
-    """The ``time:`` line (a command run from the shell, a call from Python that prints,
-    or ``--timing``: the actual beside the estimate the run printed) and, with
-    ``--timing``, the sweep's breakdown."""
-    asked = options.timing
-    if asked or options.clock_from_start or not options.silent:
-        print(clock.line(summary))
-    for line in timing if asked else ():
-        print(f"  {line}")
-
-
-def _header(say: Callable[[str], None], space: Any, device: Any, facts: Any, measure: Any,
-            store: Storage) -> Any:
-    """The lines that say what is about to be measured, how, and against which limits;
-    returns this GPU's ceilings, or why there are none."""
-    from sweeper.engine._clock import recompiled_note, recompiled_sources
-    from sweeper.space import format_size
-
-    say(f"device: {facts.name} ({facts.sms} SMs, {format_size(facts.l2_bytes)} L2)")
-    if device.note:
-        say(f"note: {device.note}")
-    recompiled = recompiled_note(recompiled_sources())
-    if recompiled:
-        say(f"note: {recompiled}")
-    for line in shrunk_lines(space, facts):
-        say(line)
-    how = "replayed from the table" if device.replays else (
-        f"first run timed apart, verified, {measure.describe()}; "
-        f"{cache_text(space.axis('cache').labels, device)}")
-    say(f"space: {counted(space.size, 'config')}; sampler {space.sampler.name} "
-        f"(seed {space.sampler.seed}); each trial: {how}")
-    limits = _ceilings_for(device, store)
-    say(f"ceilings: {limits}" if isinstance(limits, str) else
-        f"ceilings: measured {limits.measured} (sweeper calibrate); DRAM copy "
-        f"{limits.dram_bandwidth():.0f} GB/s")
-    bounds = device.bounds()
-    say(f"bounds: {bounds.summary(space.axis('dtype').labels)}" +
-        ("; a result beyond them fails its trial as impossible" if bounds.all() else ""))
-    return limits
 
 
 def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kernel: Any,
@@ -667,37 +433,6 @@ def _gpu_check(say: Callable[[str], None], options: RunOptions, space: Any, kern
     return check if check is not None and check.skipped is None else None
 
 
-def shrunk_lines(space: Any, facts: Any) -> list[str]:
-    """``shrunk to fit 16KiB: cols 1000 → 31, rows 4096 → 128; ...``: each problem the
-    device's cap on footprints measures smaller, and those that merged; then, where the
-    constraints and computed values rule out another number of configs at the sizes
-    measured than at the sizes the space asks for (problems merged by the shrink not
-    counted), ``constraints and values read the shrunk sizes: they rule out 4 configs (2
-    at the sizes asked)``: the sizes measured are those the kernel launches at, so they
-    are the ones a constraint that protects a launch must hold at.  None where no problem
-    shrinks."""
-    from sweeper.core._model import merged
-    from sweeper.space import Invalid, format_size, shrunk_problems
-    from sweeper.study import resolved
-
-    shrunk = shrunk_problems(space, facts.env(), facts.max_footprint)
-    if not shrunk:
-        return []
-    dtypes = len({s.dtype for s in shrunk}) > 1
-    lines = [f"shrunk to fit {format_size(facts.max_footprint)}: " +
-             "; ".join(s.describe(dtypes) for s in shrunk)]
-
-    def ruled(cap: int | None) -> int:
-        return sum(isinstance(out, Invalid) and not merged(str(out))
-                   for _, out in resolved(space, facts.env(), cap))
-
-    measured, asked = ruled(facts.max_footprint), ruled(None)
-    if measured != asked:
-        lines.append(f"constraints and values read the shrunk sizes: they rule out "
-                     f"{counted(measured, 'config')} ({asked} at the sizes asked)")
-    return lines
-
-
 def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Storage,
            limits: Any, priors: list[dict[str, str]], stop: Any, gpus: list[int] | None,
            ahead: CompileOptions, reporter: Any, *, clock: Any, check: GpuCheck | None,
@@ -718,7 +453,7 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
                   max_trials=options.trials, max_time_s=options.time_s,
                   ceilings=None if isinstance(limits, str) else limits,
                   priors=priors,
-                  on_hang=lambda record, edited: _hung(record, options, store, edited),
+                  on_hang=lambda record, edited: hung(record, options, store, edited),
                   gpus=gpus, processes=worker_processes(options.workers, device.measures_gpu),
                   compile=ahead, gpu_check=check, sampling=sampling,
                   source_hash=source_hash)
@@ -744,26 +479,6 @@ def _sweep(options: RunOptions, space: Any, kernel: Any, device: Any, store: Sto
     return sweep.run()
 
 
-def _import_report_aside(options: RunOptions, device: Any) -> threading.Thread | None:
-    """Import what the report draws with (pandas, matplotlib) on a thread while the
-    sweep runs, where its workers measure in processes of their own (this process mostly
-    waits on them, so the imports take nothing from a measurement); the thread, or None
-    where there is no report or this process measures."""
-    if not options.report or not worker_processes(options.workers, device.measures_gpu):
-        return None
-
-    def imports() -> None:
-        with contextlib.suppress(Exception):   # the report says what is missing, itself
-            from sweeper.report import write_report  # noqa: F401
-            from sweeper.report._draw import matplotlib_imported
-
-            matplotlib_imported()
-
-    thread = threading.Thread(target=imports, name="sweeper-report-imports", daemon=True)
-    thread.start()
-    return thread
-
-
 def _lost_in_main(lost: ContextLost, name: str, store: Storage) -> SweeperError:
     """Why a sweep of a kernel defined in ``__main__`` (a notebook, a script) stops where
     a trial left this process's CUDA context unusable: the rest would go to worker
@@ -778,67 +493,38 @@ def _lost_in_main(lost: ContextLost, name: str, store: Storage) -> SweeperError:
         "in a module and name it as module:attr")
 
 
-def _compile_ahead(asked: int | None, device: Any, workers: int, started: StartAhead,
-                   space: Any) -> CompileOptions:
-    """``--compile-workers`` as the sweep's options: on a device that compiles for a GPU,
-    the processes asked for (default ``auto``: the cores the workers leave, at most 8; on
-    the H200, once started, 8 compiled 64 matmul configs in 0.19x the serial time and
-    moved no median by more than 0.07 %, docs/benchmarks.md): the pool ``started`` with
-    the workers, else one started with the sweep where every config compiles, else once a
-    trial compiled a binary this machine had not compiled before; elsewhere none, and
-    asking for some is refused; none either for a kernel in ``__main__``, which no
-    compile process can import."""
-    from sweeper.kernels._binaries import Binaries, space_binaries
-    from sweeper.kernels._precompile import Target
-    from sweeper.plan import costs_key
-    from sweeper.sweep._compile_ahead import CompileOptions
-    from sweeper.sweep._compile_pool import default_size
-
-    target = device.compile_target()
-    if target is None:
-        if asked:
-            raise SweeperError(f"{given('compile_workers', asked)}: the {device.name} "
-                               "device compiles nothing for a GPU; leave the option out")
-        return CompileOptions()
-    if space.kernel.partition(":")[0] == "__main__":
-        # a compile process imports the kernel by its name, and a notebook's or a
-        # script's __main__ is not its own: each would die loading it, restarted to no end
-        if asked:
-            raise SweeperError(
-                f"{given('compile_workers', asked)}: kernel {space.kernel} is defined in "
-                "__main__ (a notebook or a script), which compile processes cannot "
-                "import: leave the option out (each config compiles as it first runs), or "
-                "put the kernel in a module and name it as module:attr")
-        return CompileOptions()
-    @functools.cache
-    def binaries() -> Binaries:
-        """Read only when a lazy pool has a slow first launch to judge, not at start-up."""
-        return space_binaries(space, costs_key(device))
-
-    return CompileOptions(default_size(workers) if asked is None else asked,
-                          Target.parse(target), not started.pool_ahead, started.pool,
-                          built=lambda config: binaries().cached(binaries().key(config)))
+def last_run(summary: Any, command: str, priors: Sequence[Any] = (),
+             wall_s: float | None = None) -> dict[str, Any]:
+    """What the study's ``last_run`` keeps of a sweep (``sweeper run``'s, or a worker's):
+    why it stopped, the command's seconds (``wall_s``, from the process's start for a
+    command: what its ``time:`` line says, to hold against its time budget; the sweep's
+    where None), the sweep's (``sweep_s``) and its trials measured (``sweeper plan``'s
+    rate), the command, the ``priors`` it started from, the GPUs it dropped and how busy
+    it kept them (the report's lines)."""
+    return {"stopped_by": summary.stopped_by,
+            "wall_s": round(summary.wall_s if wall_s is None else wall_s, 3),
+            "sweep_s": round(summary.wall_s, 3),
+            "measured": summary.measured, "command": command,
+            "priors": {p.study: p.configs for p in priors},
+            "dropped": [d.to_json() for d in summary.dropped],
+            "timing": summary.timing.lines() if summary.timing is not None else [],
+            "gpu_busy": summary.busy.to_json() if summary.busy else None}
 
 
-def _gpus(asked: Sequence[int] | None, device: Any) -> list[int] | None:
-    """The GPU indices ``--gpus`` names (``all``: every visible one), checked before
-    anything is written; None where it was not given: the one GPU the device opened.  On
-    a device without GPUs the indices only name the workers."""
-    if asked is not None and not device.measures_gpu:
-        return list(asked) or None
-    if not device.measures_gpu:
-        raise SweeperError(f"{given('gpus', 'all')}: the {device.name} device has no GPUs "
-                           f"to count; name the workers by index ({given('gpus', '0,1')})")
-    import torch
+def _failed_before(summary: Any, space: Any, store: Storage) -> list[Any]:
+    """The trials a resumed study kept from earlier runs that failed (``failed``
+    statuses), measured on its kernel source now and of configs this run's space holds:
+    what it still holds of its failures (a config dropped from the space, or measured
+    only on an earlier source, is not, nor a trial this run measures again: ``retry``)."""
+    from sweeper.outcome import is_failure
+    from sweeper.sweep._optuna import in_space
+    from sweeper.winners import Sources
 
-    count = torch.cuda.device_count()
-    if asked is None:
-        return list(range(count))
-    beyond = [i for i in asked if i >= count]
-    if beyond:
-        raise SweeperError(f"{given('gpus', ','.join(map(str, asked)))}: no GPU {beyond[0]}; this "
-                           f"machine shows {count} (0 to {count - 1})")
-    return list(asked) or None
+    kept = summary.trials[:summary.resumed]
+    if not kept:
+        return []
+    return [t for t in Sources.of(store.study_meta()).measured_now(kept)
+            if is_failure(t) and in_space(space, t.choice)]
 
 
 def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: Storage,
@@ -848,276 +534,16 @@ def _finish(options: RunOptions, summary: Any, space: Any, kernel: Any, store: S
     :func:`_failed_before`), each problem's outcome, the report (each timed on ``clock``,
     under the sweep's ``reporter``'s spinner, within the run's time budget ``time_s``,
     None: none); why nothing came of it (said on stderr), or None."""
-    from sweeper.outcome import (
-        absent_line,
-        counts_text,
-        failed_line,
-        is_failure,
-        nothing_measured,
-        outcome_lines,
-        skipped_line,
-    )
-    from sweeper.trial import TrialStatus
-
-    say = _printer(options.silent)          # the summary, unless silent
-
-    own = summary.trials[summary.resumed:]
-    # a replay's configs its table lacks were never measured, and did not fail; nor did
-    # those whose worker was killed from outside, which the next run measures again unless
-    # this one did (their next trial is the config's, said apart)
-    absent = sum(1 for t in own if t.status is TrialStatus.MISSING)
-    measured = {t.key() for t in own if not t.retry}
-    again = sum(1 for t in own if t.retry and t.key() not in measured)
-    killed = {t.key() for t in summary.trials if t.retry}
-    remeasured = sum(1 for t in own if not t.retry and t.key() in killed)
-    failed = sum(1 for t in own if is_failure(t))
-    ok = sum(1 for t in own if t.status is TrialStatus.OK)
-    abandoned = sum(1 for t in own if t.status is TrialStatus.ABANDONED)
-    say(f"done: {counts_text(ok, abandoned, failed, absent, again, remeasured)}, "
-        f"{skipped_line(own)}, "
-        f"{summary.repeated} repeated proposals answered from the store, in "
-        f"{summary.wall_s:.1f} s; stopped: {summary.stopped_by}")
-    earlier = failed_line(before, among=[*summary.trials[:summary.resumed], *own],
-                          head="failed in earlier runs") if before else None
-    for line in (failed_line(own), earlier, absent_line(own)):
-        if line is not None:
-            say(line)
-    if summary.busy is not None and summary.measured:
-        say(summary.busy.line())
-    for dropped in summary.dropped:
-        say(dropped.line())
-    restarts = int(os.environ.get(RESTARTS, "0"))
-    if restarts:
-        say(f"(counts of this process, the last of {restarts + 1}: "
-            f"{counted(restarts, 'trial')} hung and the sweep went on in a fresh process; the "
-            "report counts everything)")
-    if abandoned:
-        say(f"early abandonment: {abandoned} trials stopped early, saving about "
-              f"{summary.saved_ms:.4g} ms of GPU time")
-    if space.budget.target is not None and isinstance(limits, str):
-        say(f"note: budget.target needs measured ceilings ({limits}); it was not applied")
+    from sweeper.outcome import nothing_measured
     from sweeper.winners import Winners
 
-    for line in outcome_lines(summary.trials, Winners.of(store), kernel.headline):
-        say(line)
-    for lost in summary.finals_lost:
-        say(f"finals without {lost}")
-    if summary.finals_deferred:
-        say(_deferred_line(summary, time_s))
-    left = _left_line(summary)
-    if left:
-        say(left)
-    if summary.duty:
-        say(f"power: {summary.duty}")
+    say = printer(options.silent)          # the summary, unless silent
+    say_summary(say, summary, space, kernel, store, limits, time_s, before)
     clock.mark("summary")
-    if options.report and _report_fits(options, summary, time_s, store, clock, say):
-        # a report that takes longer than the time kept for it (its pictures' seconds
-        # vary twofold on a loaded 2-core machine: 1.8-3.7 s for the same 8 maps of
-        # spaces/add.yaml, and a `--time 10s` run ended at 11.7 s) stops drawing where
-        # the budget ends, leaving the rest to `sweeper report`
-        deadline = None if time_s is None else time.perf_counter() + (
-            (1 + BUDGET_SLACK) * time_s - clock.elapsed_s() - REPORT_FILES_S)
-        with reporter.report():
-            files = report_study(store, svg=options.svg, say=say, deadline=deadline,
-                                 how=_report_how(options, store))
-        clock.mark("report")
-        # the maps drawn this time, not those kept unchanged: the pictures' seconds are
-        # theirs (a resumed run that redrew nothing would price a map at nearly nothing);
-        # the imports and the files are the same whatever the maps; the pictures and the
-        # tables grow with them (plan.RunCosts.report_for)
-        clock.report_maps = len({p.stem for p in files.drawn})
-        clock.report_cells = _redrawn_cells(summary) if clock.report_maps else 0
-        clock.report_fixed_s = clock.steps()["report"] - files.seconds["pictures"] - \
-            files.seconds.get("tables", 0.0)
-        clock.parts["report"] = report_parts(clock.steps()["report"], files.seconds)
+    report_run(options, summary, store, clock, reporter, time_s, say)
     # a study forced past a kernel edit: measured on the source now, once it measured any
     why = nothing_measured(Winners.of(store).sources.shown(summary.trials),
                            summary.stopped_by)
     if why is not None:
         print(f"sweeper: {why}", file=sys.stderr)
     return why
-
-
-def report_parts(step_s: float, seconds: dict[str, float]) -> str:
-    """The report's ``step_s`` split as the time line says it: ``seconds`` (what
-    :func:`~sweeper.report.write_report` clocked: its tables, pictures and files, and the
-    plotting library's import), its imports counting the rest of the step too, which is
-    importing the report's own modules (pandas: 0.5-0.7 s where the sweep measured in
-    this process) or waiting for the thread that imports them beside the sweep, so that
-    the parts add up to the step."""
-    clocked = sum(v for k, v in seconds.items() if k != "imports")
-    shown = {**seconds, "imports": max(seconds.get("imports", 0.0), step_s - clocked)}
-    return ", ".join(f"{k} {v:.1f}" for k, v in shown.items())
-
-
-def _redrawn_cells(summary: Any) -> int:
-    """The cells of the maps this run's report drew again: those of each problem this
-    run measured a trial of or ran the final of (:mod:`sweeper.drawn_maps`, the rule the
-    time budget counts them by)."""
-    from sweeper.drawn_maps import ProblemMaps
-    from sweeper.finals import problem_of
-
-    redrawn = {problem_of(t) for t in summary.trials[summary.resumed:] if t.ok} | \
-        {f.problem for f in summary.finals}
-    maps: dict[Any, ProblemMaps] = {}
-    for t in summary.trials:
-        if t.ok and t.config is not None and problem_of(t) in redrawn:
-            maps.setdefault(problem_of(t), ProblemMaps()).add_trial(t)
-    return sum(m.drawn_cells() for m in maps.values())
-
-
-def budgeted(space: Any, trials: int | None, time_s: float | None) -> Any:
-    """``space`` under a run's budgets: ``--trials`` and ``--time`` where given (``None``:
-    not), else the space's ``budget.trials`` and ``budget.time``; what ``run`` estimates
-    and ``plan`` plans alike."""
-    budget = space.budget
-    return dataclasses.replace(space, budget=dataclasses.replace(
-        budget, trials=budget.trials if trials is None else trials,
-        time_s=budget.time_s if time_s is None else time_s))
-
-
-def _report_fits(options: RunOptions, summary: Any, time_s: float | None, store: Storage,
-                 clock: Any, say: Callable[[str], None]) -> bool:
-    """Whether the time budget left covers the report (what the sweep kept for it) within
-    the 5 % a budget may run over; where it does not, say so and how to write it.  A
-    sweep the set-up left no time (a study resumed complete under ``--time 3s`` on the
-    interpreter: 2.7 s before the sweep) stopped at once, and its report took the command
-    to 3.6 s.  ``time_s``: the run's time budget (None: none)."""
-    kept = summary.report_kept_s
-    if time_s is None or kept is None:
-        return True
-    left = time_s - clock.elapsed_s()
-    if left + BUDGET_SLACK * time_s >= kept:
-        return True
-    if any(t.ok for t in summary.trials):   # else nothing to report (said below)
-        say(f"report: not written, the time budget is spent ({max(left, 0.0):.1f} s left, a "
-            f"report takes about {kept:.1f} s): `sweeper report {_report_how(options, store)}`"
-            " writes it")
-    return False
-
-
-def _report_how(options: RunOptions, store: Storage) -> str:
-    """What ``sweeper report`` takes to write this study's report."""
-    return f"{store.name} --storage URL --studies-dir {options.studies_dir}" \
-        if options.storage else str(store.root)
-
-
-def _hung(record: Any, options: RunOptions, store: Storage, edited: str = "") -> None:
-    """On the watchdog thread: a trial ran past measure.timeout (recorded as such, unless
-    ``edited`` names the kernel's file edited since the sweep began: then not, as it may
-    run the edited code); the kernel cannot be stopped from this process, so go on in a
-    fresh one (``python -m sweeper`` with ``options.restart_argv``, counting restarts),
-    or end it after too many.  In process (the API) the caller's process is neither
-    replaced nor ended: the message says what to do."""
-    message = (f"trial #{record.number} gave no result after {record.wall_s:g} s; " + (
-        f"it is not recorded: its kernel's source changed during the sweep ({edited} was "
-        "edited)" if edited else f"it is recorded as timeout in {store.location}"))
-    if options.restart_argv is None:
-        print(f"sweeper: {message}; the kernel cannot be stopped from this process: restart "
-              "it (the notebook kernel) and call sweeper.run again to go on", file=sys.stderr)
-        return
-    restarts = int(os.environ.get(RESTARTS, "0"))
-    print(f"sweeper: {message}", file=sys.stderr)
-    if restarts < MAX_RESTARTS:
-        print(f"sweeper: going on in a fresh process (restart {restarts + 1} of at most "
-              f"{MAX_RESTARTS})", file=sys.stderr)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable, "-m", "sweeper", *options.restart_argv],
-                  {**os.environ, RESTARTS: str(restarts + 1),
-                   SINCE: os.environ.get(SINCE) or _STARTED[-1]})
-    print(f"sweeper: stopping after {restarts} restarts; run the same command to go on",
-          file=sys.stderr)
-    os._exit(1)       # too many restarts: the main thread is stuck in the kernel
-
-
-def cache_text(caches: Sequence[str], device: Any) -> str:
-    """``cache cold (L2 flushed before each sample)``, where the device really flushes."""
-    text = f"cache {' and '.join(caches)}"
-    if "cold" not in caches:
-        return text
-    if device.flushes_l2:
-        return f"{text} (L2 flushed before each sample)"
-    return f"{text} (no L2 flush on this device: cold is timed as warm)"
-
-
-def _priors(space: Any, options: RunOptions, gpu: str, root: Path, say: Any) -> list[Any]:
-    """Where a sampler that declares ``uses_priors`` (``auto``) starts: the winners of
-    other studies of this kernel on this GPU, each named in the header (``--no-priors``:
-    none)."""
-    from sweeper.plugins import sampler_capabilities
-
-    if not sampler_capabilities(space.sampler.name).uses_priors:
-        return []
-    if not options.priors:
-        say(f"{space.sampler.name}: starting without the winners of other studies "
-            f"({given('priors', False)})")
-        return []
-    from sweeper.samplers._priors import prior_sources
-
-    found = prior_sources(options.studies_dir, space, gpu, exclude=root)
-    if found:
-        names = ", ".join(f"{p.study} ({counted(len(p.configs), 'config')}"
-                          f"{', measured on this same problem' if p.same_problem else ''})"
-                          for p in found)
-        say(f"{space.sampler.name}: starting from "
-            f"{counted(sum(len(p.configs) for p in found), 'config')} that won other "
-            f"studies of {space.kernel} on {gpu} in "
-            f"{options.studies_dir}: {names}; {given('priors', False)} to start without them")
-    return found
-
-
-def _ceilings_for(device: Any, store: Storage) -> Any:
-    """This GPU's cached ceilings (snapshotted into the study), or why there are none."""
-    if not device.has_ceilings:
-        return f"none on the {device.name} device"
-    from sweeper import ceilings
-
-    env = device.environment()
-    found = ceilings.load(env["gpu"], env.get("gpu_uuid", ""), env.get("driver", ""))
-    if found is None:
-        return "not measured for this GPU; run `sweeper calibrate` for % of ceiling"
-    store.update_meta(ceilings=found.to_json())
-    return found
-
-
-def _printer(quiet: bool) -> Callable[[str], None]:
-    """Prints a run's lines, unless told to be quiet (the header and bar: ``--quiet``;
-    the summary too: the API's ``quiet=True``)."""
-    return (lambda text: None) if quiet else functools.partial(print, flush=True)
-
-
-def _reporter(quiet: bool, headline: Any) -> Any:
-    from sweeper.sweep import SilentReporter
-
-    if quiet:
-        return SilentReporter()
-    from sweeper.progress import ProgressReporter
-
-    return ProgressReporter(headline=headline)
-
-
-def report_study(store: Any, *, svg: bool = False, redraw: bool = False,
-                 say: Callable[[str], None] = print, scale: str | None = None,
-                 deadline: float | None = None, how: str | None = None) -> Any:
-    """Write the report of ``store`` (pictures as PNG, and SVG with ``svg``; only those
-    whose numbers changed unless ``redraw``; the heatmaps' colour ``scale``, as
-    :func:`~sweeper.report.study_tables` takes it; no picture started that would end past
-    ``deadline``, on ``time.perf_counter()``'s clock) and say where it is, what was drawn,
-    and what was left for ``sweeper report`` (``how``: its argument; the study's folder
-    where None); returns what was written (a :class:`~sweeper.report.ReportFiles`)."""
-    from sweeper.report import write_report
-
-    formats = ("png", "svg") if svg else ("png",)
-    files = write_report(store, formats=formats, redraw=redraw, scale=scale,
-                         deadline=deadline)
-    pictures = len(files.images) // len(formats)
-    drawn = len({p.stem for p in files.drawn})
-    kinds = " and ".join(f.upper() for f in formats)
-    say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; "
-        f"{counted(pictures, 'heatmap')} in {store.root / 'heatmaps'} ({kinds}; "
-        f"{drawn} drawn, {pictures - drawn} unchanged)")
-    if files.left:
-        say(f"report: {counted(len(files.left), 'picture')} not drawn, the time budget is "
-            f"spent: `sweeper report {how or store.root}` draws them")
-    return files

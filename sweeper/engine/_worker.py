@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from sweeper.core._spelling import option
 from sweeper.core._units import counted
 from sweeper.engine._clock import process_age
-from sweeper.engine._inputs import kernel_for, space_and_device
+from sweeper.engine._inputs import budgeted, kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
-from sweeper.engine._run import END_S, budgeted, last_run
+from sweeper.engine._run import END_S, last_run
 from sweeper.errors import StudyError
 from sweeper.options import check_study_name, study_folder
 
