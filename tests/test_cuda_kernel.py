@@ -1472,6 +1472,23 @@ def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
                                  f"{__file__}")
 
 
+@pytest.mark.parametrize(("call", "said"), [
+    ({"source": None}, "source=None; allowed: the .cu file's path, as text or a Path"),
+    ({"entry": 5}, "entry=5; allowed: the __global__ function's name, as text"),
+    ({"template": 1}, "template=1; allowed: an instantiation of the entry, as text"),
+    ({"args": None}, "args=None; allowed: a list of the entry's arguments in order"),
+    ({"args": "dst, src, n"}, "args='dst, src, n'; allowed: a list of the entry's arguments"),
+    ({"args": ["dst", ["src"]]}, r"args=\['dst', \['src'\]\]; allowed: a list"),
+])
+def test_sweeper_cuda_refuses_an_argument_of_a_type_it_does_not_take(call, said):
+    """A source, entry, template or args of another type is one line saying which and
+    what is allowed, not a ``TypeError`` from reading it."""
+    given = {"source": "../examples/copy.cu", "entry": "copy", "args": ["dst", "src", "n"],
+             **call}
+    with pytest.raises(sweeper.SweeperError, match=f"^sweeper\\.cuda: {said}"):
+        sweeper.cuda(given.pop("source"), given.pop("entry"), given.pop("args"), **given)
+
+
 def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():
     launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n:int64"])
     assert launch.source == COPY_CU and launch.__module__ == __name__

@@ -101,6 +101,9 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     ``smem_args``), its names checked as :func:`sweeper.kernel` declares the kernel.
     Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
     ``-DDTYPE``."""
+    wrong_type = _cuda_type_problem(source, entry, args, template)
+    if wrong_type is not None:
+        raise SweeperError(f"sweeper.cuda: {wrong_type}")
     caller = callers_frame(sys._getframe(1)).f_globals
     module_file = caller.get("__file__")
     # no file (a REPL, a notebook, python -c): the current folder, as open() reads it
@@ -127,8 +130,6 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
         (_entry_in_source(path, _decoded(files), entry, template) or ("", None))[1]
-    if problem is None and isinstance(args, str):
-        problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
     if problem is None:
         problem = (int_overflow(args, {}) or ("", None))[1]      # a literal out of its type
     if problem is not None:
@@ -682,6 +683,28 @@ def _read_source(launch: CudaLaunch, relative_to: str
         return files, (f"{value} is not UTF-8 text (byte {err.start}: {err.reason}); allowed: "
                        "a source saved as UTF-8, as NVRTC is given it")
     return files, None
+
+
+def _cuda_type_problem(source: Any, entry: Any, args: Any, template: Any) -> str | None:
+    """Why :func:`cuda`'s ``source``, ``entry``, ``args`` or ``template`` is of no type it
+    takes, what it is and what is allowed, or ``None``: checked before any is read, so
+    a wrong one is a line saying so, not a ``TypeError`` from inside the reading."""
+    def shown(value: Any) -> str:
+        return cut(repr(value), 60)
+
+    if not isinstance(source, (str, Path)):
+        return f"source={shown(source)}; allowed: the .cu file's path, as text or a Path"
+    if not isinstance(entry, str):
+        return (f"entry={shown(entry)}; allowed: the __global__ function's name, as text "
+                "(\"copy\")")
+    if template is not None and not isinstance(template, str):
+        return (f"template={shown(template)}; allowed: an instantiation of the entry, as "
+                "text (\"copy<{VEC}>\"), or None")
+    if isinstance(args, str) or not isinstance(args, (list, tuple)) or not all(
+            isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in args):
+        return (f"args={shown(args)}; allowed: a list of the entry's arguments in order, "
+                "each a name or a number ([\"dst\", \"src\", \"n:int64\"])")
+    return None
 
 
 def _shared_problem(value: str | None) -> str | None:
