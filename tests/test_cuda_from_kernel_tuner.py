@@ -95,6 +95,29 @@ def test_a_kernel_without_shared_memory_launches_blocks_of_none(tmp_path):
     assert launch.shared_memory is None and launch.shared_bytes(config) == 0
 
 
+def test_a_number_in_the_space_is_a_constant_shared_memory_or_grid_in_y(staged_space, capsys):
+    """``shared_memory: 4096`` and ``grid_y: 2``, YAML numbers, are the expressions'
+    constants, as ``sweeper.cuda(..., shared_memory=4096)`` takes one; a real number
+    is refused as its text is, and another type says a number or an expression."""
+    path = staged_space(text=STAGED.format(shared="").replace(
+        '  shared_memory: ""\n', "  shared_memory: 4096\n  grid_y: 2\n"))
+    space = load_space(path)
+    config = space.resolve({"block": "64", "TILE": "4", "footprint": "64KiB"},
+                           {"sms": 132, "l2_bytes": 1 << 20})
+    assert config.grid_y == 2
+    assert load_kernel(space.kernel, space.kernel_options).plan.launch.shared_bytes(
+        config) == 4096
+    for value, said in (("4.5", "kernel.shared_memory: constant 4.5 is not allowed in "
+                         "'4.5'; only integers are; allowed: bytes as an expression"),
+                        ("[4096]", "kernel.shared_memory: [4096] is not a valid "
+                         "shared_memory; allowed: a number, or an expression of 1 to 200 "
+                         "characters (the dynamic shared memory")):
+        path.write_text(STAGED.format(shared="").replace(
+            '  shared_memory: ""\n', f"  shared_memory: {value}\n"))
+        assert main(["plan", str(path), "--device", "interpret"]) == 2
+        assert capsys.readouterr().err.startswith(f"{path}:9: {said}")
+
+
 @pytest.mark.parametrize(("shared", "said"), [
     ("block_size_x * TILES * 4", "unknown name 'TILES' in 'block_size_x * TILES * 4'; "
      "known: n, itemsize, block, block_size_x, block_size_y, block_size_z, TILE; did you "

@@ -178,6 +178,9 @@ class CudaDeclaration(Kernel):
         {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
          "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options",
          "shared_memory", "check"})
+    number_options: ClassVar[frozenset[str]] = frozenset(
+        {"grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved", "flops",
+         "shared_memory"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
