@@ -903,7 +903,9 @@ class _Parser:
                 "a positive integer")
             return kind + (f", e.g. {declared.default}" if declared.default >= max(
                 declared.least, 1) else "")
-        example = kernel.defaults.get(axis, 1024)
+        example = kernel.defaults.get(axis, 1024)    # a kernel option's: maybe the one refused
+        if str(example).lstrip("-").isdigit() and int(example) < 1:
+            example = 1024
         return f"a positive integer or an expression, e.g. {example}"
 
     def refusal(self, axis: str, value: int) -> str | None:
