@@ -1472,6 +1472,33 @@ def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
                                  f"{__file__}")
 
 
+def test_a_short_kernel_is_described_by_its_launch_s_own_docstring_only(capsys):
+    """``sweeper kernels`` describes a short kernel by its launch's docstring: a
+    ``sweeper.cuda`` launch, or a ``functools.partial``, has none of its own (its class's
+    says nothing of the kernel), so the kernel is described as what it is."""
+    import functools
+
+    declared = sweeper.kernel(sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"]),
+                              inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},
+                              grid="cdiv(n, block * VEC)", reference=lambda src: src.clone())
+    assert declared.__doc__ == "The CUDA C kernel 'copy' of copy.cu (sweeper.cuda)."
+
+    def scaled(x, out, config, factor):
+        out.copy_(factor * x)
+
+    curried = sweeper.kernel(functools.partial(scaled, factor=2), name="scaled",
+                             inputs={"x": "n"}, outputs={"out": "n"}, meta={"BLOCK": 64},
+                             reference=lambda x: 2 * x)
+    assert curried.__doc__ == "The short kernel 'scaled' (sweeper.kernel)."
+
+    def documented(x, out, config):
+        """Doubles x."""
+        out.copy_(2 * x)
+
+    assert sweeper.kernel(documented, inputs={"x": "n"}, outputs={"out": "n"},
+                          meta={"BLOCK": 64}, reference=lambda x: 2 * x).__doc__ == "Doubles x."
+
+
 @pytest.mark.parametrize(("call", "said"), [
     ({"source": None}, "source=None; allowed: the .cu file's path, as text or a Path"),
     ({"entry": 5}, "entry=5; allowed: the __global__ function's name, as text"),
