@@ -1332,6 +1332,47 @@ def test_a_users_sweeper_cuda_file_is_found_read_or_imported_alike(tmp_path, mon
     assert cuda_source(f"{computed}:copy") == found
 
 
+def _tuned_user_cuda(tmp_path: Path, monkeypatch: Any, module: str, form: str) -> Path:
+    """A user's ``sweeper.cuda`` kernel ``MODULE:copy`` (its entry named as the built-in
+    Triton ``copy`` is) in blocks of 48 threads, run on a replay and exported: the
+    tuning file (the working folder is ``tmp_path``)."""
+    user_cuda_module(tmp_path, module, form, "block=48, ")
+    (tmp_path / "s.yaml").write_text(f"kernel: {module}:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  block: [48]\n  footprint: [4KiB]\n")
+    rows = [f'{vec},48,cold,float32,4KiB,"cdiv(n, block * VEC)",ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008))]
+    (tmp_path / "t.csv").write_text(
+        "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
+        f"# kernel: {module}:copy\nVEC,block,cache,dtype,footprint,grid,status,median_ms,"
+        "samples_ms\n" + "\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "s.yaml", "--device", "replay:t.csv", "--studies-dir", "st",
+                 "--quiet", "--no-report"]) == 0
+    assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
+    return tmp_path / "tuning.json"
+
+
+def test_a_users_cuda_kernel_named_as_a_built_in_is_looked_up_in_its_own_blocks(
+        tmp_path, monkeypatch, request):
+    """A tuning entry's block is checked as its kernel's launch takes it, the kernel
+    told by the ``module:attr`` path it was tuned by: a ``sweeper.cuda`` kernel whose
+    entry is ``copy`` is no built-in Triton ``copy``, and its block of 48 threads is
+    looked up, not refused as no count of warps."""
+    module = "usercuda_named_copy"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    tuning = _tuned_user_cuda(tmp_path, monkeypatch, module, "called")
+    cfg = sweeper.tuned(f"{module}:copy", dtype="float32", footprint="4KiB",
+                        gpu="NVIDIA H200", path=tuning)
+    assert (cfg.block, cfg.meta) == (48, {"VEC": 4})
+    data = json.loads(tuning.read_text())
+    data["entries"][0]["block"] = 2048                  # still checked: no CUDA block
+    tuning.write_text(json.dumps(data))
+    with pytest.raises(sweeper.SweeperError, match="block is 2048; allowed: 1 to 1024"):
+        sweeper.tuned(f"{module}:copy", dtype="float32", footprint="4KiB",
+                      gpu="NVIDIA H200", path=tuning)
+
+
 def test_plan_counts_a_users_sweeper_cuda_kernels_binaries_as_nvrtcs(tmp_path, monkeypatch,
                                                                        capsys):
     """A user kernel launching ``sweeper.cuda`` compiles through NVRTC, one binary per
