@@ -1373,6 +1373,30 @@ def test_a_users_cuda_kernel_named_as_a_built_in_is_looked_up_in_its_own_blocks(
                       gpu="NVIDIA H200", path=tuning)
 
 
+@pytest.mark.parametrize("form", USER_CUDA)
+def test_a_users_sweeper_cuda_kernel_s_tuned_line_gives_no_warps(tmp_path, monkeypatch,
+                                                                   capsys, request, form):
+    """``sweeper tuned``'s line gives a Triton kernel's block with its ``num_warps``; a
+    CUDA C block (``cuda``, a ``sweeper.cuda`` kernel, read from its module's source or
+    imported) has none: 48 threads are no 1 warp."""
+    module = f"usercuda_tuned_{form}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    _tuned_user_cuda(tmp_path, monkeypatch, module, form)
+    for imported in (True, False):
+        if not imported:
+            sys.modules.pop(module, None)
+        capsys.readouterr()
+        assert main(["tuned", f"{module}:copy", "--footprint", "4KiB", "--gpu", "NVIDIA H200",
+                     "--tuning", "tuning.json"]) == 0
+        out = capsys.readouterr().out
+        assert " block=48 VEC=4; tuned at 4KiB" in out and "num_warps" not in out, out
+    from sweeper.kernels import launches_warps
+
+    assert not launches_warps(f"{module}:copy")
+    assert launches_warps("copy") and not launches_warps("cuda")
+    assert launches_warps("tests.short_kernels_for_tests:tires")
+
+
 def test_plan_counts_a_users_sweeper_cuda_kernels_binaries_as_nvrtcs(tmp_path, monkeypatch,
                                                                        capsys):
     """A user kernel launching ``sweeper.cuda`` compiles through NVRTC, one binary per
