@@ -125,11 +125,14 @@ def test_a_number_in_the_space_is_a_constant_shared_memory_or_grid_in_y(staged_s
     ("sms * 1024", "unknown name 'sms' in 'sms * 1024'"),
     ("block_size_x *", "cannot parse expression 'block_size_x *'"),
     ("TILE > 4", "'TILE > 4' is a comparison (true or false), not a number"),
+    ("64 - 128", "'64 - 128' gives -64 bytes at every config; allowed: a count of bytes, 0 "
+     "or more, or an expression of the config"),
 ])
 def test_a_shared_memory_reading_no_known_name_is_refused_at_its_line(staged_space, capsys,
                                                                       shared, said):
-    """An expression that does not parse, or reads a name the config has not (a misspelt
-    axis, a device fact), is refused where it is written, before anything runs."""
+    """An expression that does not parse, reads a name the config has not (a misspelt
+    axis, a device fact), or gives no bytes at any config (a negative constant) is
+    refused where it is written, before anything runs."""
     path = staged_space(shared)
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     err = capsys.readouterr().err
@@ -156,6 +159,9 @@ def test_a_sweeper_cuda_kernel_s_shared_memory_is_checked_as_it_is_declared(tmp_
                        r"parse expression 'TILE \*'"):
         sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"],
                      shared_memory="TILE *")
+    with pytest.raises(sweeper.SweeperError, match=r"^sweeper.cuda: shared_memory: '-4' "
+                       r"gives -4 bytes at every config"):
+        sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"], shared_memory=-4)
     with pytest.raises(sweeper.SweeperError, match=r"^sweeper.cuda: shared_memory=4.5; "
                        r"allowed: bytes as an expression"):
         sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"],

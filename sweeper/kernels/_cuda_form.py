@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper import plugins
-from sweeper.core import DTYPES, THREAD_BLOCKS, Config, LaunchShape, Problem, parse
+from sweeper.core import DTYPES, THREAD_BLOCKS, Config, LaunchShape, Problem, evaluate, parse
 from sweeper.core._api_errors import callers_frame, cut_at_call
 from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
@@ -717,9 +717,13 @@ def _shared_problem(value: str | None) -> str | None:
     if value is None:
         return None
     try:
-        parse(value)
+        expr = parse(value)
+        constant = None if expr.names else evaluate(expr, {})
     except ExpressionError as err:
         return f"{err}; allowed: bytes as an expression of the config (block_size_x * TILE * 4)"
+    if constant is not None and constant < 0:   # no config could launch: said where written
+        return (f"{value!r} gives {constant} bytes at every config; allowed: a count of "
+                "bytes, 0 or more, or an expression of the config (block_size_x * TILE * 4)")
     return None
 
 
