@@ -33,6 +33,7 @@ from sweeper.errors import (
     user_stacklevel,
 )
 from sweeper.escape import cut
+from sweeper.kernels import launches_warps
 from sweeper.matching import FAR_RATIO, GpuMatch, dtype_name, match_gpu, nearest
 from sweeper.space import (
     DTYPES,
@@ -707,8 +708,9 @@ def describe(config: TunedConfig) -> str:
         f"nearest, log2 distance {config.distance:.3g}{'; far' if config.far else ''}"
     warm = " warm (L2 not flushed)" if config.cache == "warm" else ""
     kernel = config.name if config.name != config.identity else config.kernel  # cuda:F:E
-    # a CUDA C kernel's block is blockDim.x: no warps a Triton launch is given
-    warps = "" if config.kernel == "cuda" else f" (num_warps={config.num_warps})"
+    # a CUDA C kernel's block is blockDim.x (cuda, sweeper.cuda): no warps a Triton launch
+    # is given
+    warps = f" (num_warps={config.num_warps})" if launches_warps(config.identity) else ""
     grids = "".join(f" {axis}={getattr(config, axis)} ({text})" for axis, text in
                     (("grid_y", config.grid_y_expr), ("grid_z", config.grid_z_expr)) if text)
     return (f"{kernel} {config.dtype} on {config.gpu}: grid={config.grid} "

@@ -281,7 +281,9 @@ class TuningEntry(LaunchConfig, Record):
             if not math.isfinite(data[key]) or data[key] < 0:
                 return f"{key} is {shown(data[key])}; it must be a finite number >= 0"
         facts, dims = data["facts"], data.get("dims", {})
-        shape = launch_shape(data["kernel"])
+        # the kernel as tuned: a user kernel by its module:attr path, whose name (a
+        # sweeper.cuda entry's, copy) may be a built-in's of other blocks
+        shape = launch_shape(data.get("kernel_path") or data["kernel"])
         missing = [key for key in ("sms", "l2_bytes") if key not in facts]
         if missing:
             return f"'facts.{missing[0]}' is missing"

@@ -95,6 +95,29 @@ def test_a_kernel_without_shared_memory_launches_blocks_of_none(tmp_path):
     assert launch.shared_memory is None and launch.shared_bytes(config) == 0
 
 
+def test_a_number_in_the_space_is_a_constant_shared_memory_or_grid_in_y(staged_space, capsys):
+    """``shared_memory: 4096`` and ``grid_y: 2``, YAML numbers, are the expressions'
+    constants, as ``sweeper.cuda(..., shared_memory=4096)`` takes one; a real number
+    is refused as its text is, and another type says a number or an expression."""
+    path = staged_space(text=STAGED.format(shared="").replace(
+        '  shared_memory: ""\n', "  shared_memory: 4096\n  grid_y: 2\n"))
+    space = load_space(path)
+    config = space.resolve({"block": "64", "TILE": "4", "footprint": "64KiB"},
+                           {"sms": 132, "l2_bytes": 1 << 20})
+    assert config.grid_y == 2
+    assert load_kernel(space.kernel, space.kernel_options).plan.launch.shared_bytes(
+        config) == 4096
+    for value, said in (("4.5", "kernel.shared_memory: constant 4.5 is not allowed in "
+                         "'4.5'; only integers are; allowed: bytes as an expression"),
+                        ("[4096]", "kernel.shared_memory: [4096] is not a valid "
+                         "shared_memory; allowed: a number, or an expression of 1 to 200 "
+                         "characters (the dynamic shared memory")):
+        path.write_text(STAGED.format(shared="").replace(
+            '  shared_memory: ""\n', f"  shared_memory: {value}\n"))
+        assert main(["plan", str(path), "--device", "interpret"]) == 2
+        assert capsys.readouterr().err.startswith(f"{path}:9: {said}")
+
+
 @pytest.mark.parametrize(("shared", "said"), [
     ("block_size_x * TILES * 4", "unknown name 'TILES' in 'block_size_x * TILES * 4'; "
      "known: n, itemsize, block, block_size_x, block_size_y, block_size_z, TILE; did you "
@@ -102,11 +125,14 @@ def test_a_kernel_without_shared_memory_launches_blocks_of_none(tmp_path):
     ("sms * 1024", "unknown name 'sms' in 'sms * 1024'"),
     ("block_size_x *", "cannot parse expression 'block_size_x *'"),
     ("TILE > 4", "'TILE > 4' is a comparison (true or false), not a number"),
+    ("64 - 128", "'64 - 128' gives -64 bytes at every config; allowed: a count of bytes, 0 "
+     "or more, or an expression of the config"),
 ])
 def test_a_shared_memory_reading_no_known_name_is_refused_at_its_line(staged_space, capsys,
                                                                       shared, said):
-    """An expression that does not parse, or reads a name the config has not (a misspelt
-    axis, a device fact), is refused where it is written, before anything runs."""
+    """An expression that does not parse, reads a name the config has not (a misspelt
+    axis, a device fact), or gives no bytes at any config (a negative constant) is
+    refused where it is written, before anything runs."""
     path = staged_space(shared)
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     err = capsys.readouterr().err
@@ -133,6 +159,9 @@ def test_a_sweeper_cuda_kernel_s_shared_memory_is_checked_as_it_is_declared(tmp_
                        r"parse expression 'TILE \*'"):
         sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"],
                      shared_memory="TILE *")
+    with pytest.raises(sweeper.SweeperError, match=r"^sweeper.cuda: shared_memory: '-4' "
+                       r"gives -4 bytes at every config"):
+        sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"], shared_memory=-4)
     with pytest.raises(sweeper.SweeperError, match=r"^sweeper.cuda: shared_memory=4.5; "
                        r"allowed: bytes as an expression"):
         sweeper.cuda(tmp_path / "staged.cu", "staged", ["dst", "src", "n"],

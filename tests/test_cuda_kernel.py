@@ -1332,6 +1332,71 @@ def test_a_users_sweeper_cuda_file_is_found_read_or_imported_alike(tmp_path, mon
     assert cuda_source(f"{computed}:copy") == found
 
 
+def _tuned_user_cuda(tmp_path: Path, monkeypatch: Any, module: str, form: str) -> Path:
+    """A user's ``sweeper.cuda`` kernel ``MODULE:copy`` (its entry named as the built-in
+    Triton ``copy`` is) in blocks of 48 threads, run on a replay and exported: the
+    tuning file (the working folder is ``tmp_path``)."""
+    user_cuda_module(tmp_path, module, form, "block=48, ")
+    (tmp_path / "s.yaml").write_text(f"kernel: {module}:copy\nparams:\n  VEC: [1, 4]\n"
+                                     "  block: [48]\n  footprint: [4KiB]\n")
+    rows = [f'{vec},48,cold,float32,4KiB,"cdiv(n, block * VEC)",ok,{ms},{ms} {ms} {ms}'
+            for vec, ms in ((1, 0.01), (4, 0.008))]
+    (tmp_path / "t.csv").write_text(
+        "# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n# l2_bytes: 62914560\n"
+        f"# kernel: {module}:copy\nVEC,block,cache,dtype,footprint,grid,status,median_ms,"
+        "samples_ms\n" + "\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "s.yaml", "--device", "replay:t.csv", "--studies-dir", "st",
+                 "--quiet", "--no-report"]) == 0
+    assert main(["export", "st/s-replay", "-o", "tuning.json"]) == 0
+    return tmp_path / "tuning.json"
+
+
+def test_a_users_cuda_kernel_named_as_a_built_in_is_looked_up_in_its_own_blocks(
+        tmp_path, monkeypatch, request):
+    """A tuning entry's block is checked as its kernel's launch takes it, the kernel
+    told by the ``module:attr`` path it was tuned by: a ``sweeper.cuda`` kernel whose
+    entry is ``copy`` is no built-in Triton ``copy``, and its block of 48 threads is
+    looked up, not refused as no count of warps."""
+    module = "usercuda_named_copy"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    tuning = _tuned_user_cuda(tmp_path, monkeypatch, module, "called")
+    cfg = sweeper.tuned(f"{module}:copy", dtype="float32", footprint="4KiB",
+                        gpu="NVIDIA H200", path=tuning)
+    assert (cfg.block, cfg.meta) == (48, {"VEC": 4})
+    data = json.loads(tuning.read_text())
+    data["entries"][0]["block"] = 2048                  # still checked: no CUDA block
+    tuning.write_text(json.dumps(data))
+    with pytest.raises(sweeper.SweeperError, match="block is 2048; allowed: 1 to 1024"):
+        sweeper.tuned(f"{module}:copy", dtype="float32", footprint="4KiB",
+                      gpu="NVIDIA H200", path=tuning)
+
+
+@pytest.mark.parametrize("form", USER_CUDA)
+def test_a_users_sweeper_cuda_kernel_s_tuned_line_gives_no_warps(tmp_path, monkeypatch,
+                                                                   capsys, request, form):
+    """``sweeper tuned``'s line gives a Triton kernel's block with its ``num_warps``; a
+    CUDA C block (``cuda``, a ``sweeper.cuda`` kernel, read from its module's source or
+    imported) has none: 48 threads are no 1 warp."""
+    module = f"usercuda_tuned_{form}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    _tuned_user_cuda(tmp_path, monkeypatch, module, form)
+    for imported in (True, False):
+        if not imported:
+            sys.modules.pop(module, None)
+        capsys.readouterr()
+        assert main(["tuned", f"{module}:copy", "--footprint", "4KiB", "--gpu", "NVIDIA H200",
+                     "--tuning", "tuning.json"]) == 0
+        out = capsys.readouterr().out
+        assert " block=48 VEC=4; tuned at 4KiB" in out and "num_warps" not in out, out
+    from sweeper.kernels import launches_warps
+
+    assert not launches_warps(f"{module}:copy")
+    assert launches_warps("copy") and not launches_warps("cuda")
+    assert launches_warps("tests.short_kernels_for_tests:tires")
+
+
 def test_plan_counts_a_users_sweeper_cuda_kernels_binaries_as_nvrtcs(tmp_path, monkeypatch,
                                                                        capsys):
     """A user kernel launching ``sweeper.cuda`` compiles through NVRTC, one binary per
@@ -1470,6 +1535,50 @@ def test_sweeper_cuda_says_a_missing_source_is_read_beside_the_module(tmp_path):
     assert str(raised.value) == (f"sweeper.cuda: no file {Path(__file__).parent}/missing.cu; "
                                  "allowed: a CUDA source file, relative to the folder of "
                                  f"{__file__}")
+
+
+def test_a_short_kernel_is_described_by_its_launch_s_own_docstring_only(capsys):
+    """``sweeper kernels`` describes a short kernel by its launch's docstring: a
+    ``sweeper.cuda`` launch, or a ``functools.partial``, has none of its own (its class's
+    says nothing of the kernel), so the kernel is described as what it is."""
+    import functools
+
+    declared = sweeper.kernel(sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"]),
+                              inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},
+                              grid="cdiv(n, block * VEC)", reference=lambda src: src.clone())
+    assert declared.__doc__ == "The CUDA C kernel 'copy' of copy.cu (sweeper.cuda)."
+
+    def scaled(x, out, config, factor):
+        out.copy_(factor * x)
+
+    curried = sweeper.kernel(functools.partial(scaled, factor=2), name="scaled",
+                             inputs={"x": "n"}, outputs={"out": "n"}, meta={"BLOCK": 64},
+                             reference=lambda x: 2 * x)
+    assert curried.__doc__ == "The short kernel 'scaled' (sweeper.kernel)."
+
+    def documented(x, out, config):
+        """Doubles x."""
+        out.copy_(2 * x)
+
+    assert sweeper.kernel(documented, inputs={"x": "n"}, outputs={"out": "n"},
+                          meta={"BLOCK": 64}, reference=lambda x: 2 * x).__doc__ == "Doubles x."
+
+
+@pytest.mark.parametrize(("call", "said"), [
+    ({"source": None}, "source=None; allowed: the .cu file's path, as text or a Path"),
+    ({"entry": 5}, "entry=5; allowed: the __global__ function's name, as text"),
+    ({"template": 1}, "template=1; allowed: an instantiation of the entry, as text"),
+    ({"args": None}, "args=None; allowed: a list of the entry's arguments in order"),
+    ({"args": "dst, src, n"}, "args='dst, src, n'; allowed: a list of the entry's arguments"),
+    ({"args": ["dst", ["src"]]}, r"args=\['dst', \['src'\]\]; allowed: a list"),
+])
+def test_sweeper_cuda_refuses_an_argument_of_a_type_it_does_not_take(call, said):
+    """A source, entry, template or args of another type is one line saying which and
+    what is allowed, not a ``TypeError`` from reading it."""
+    given = {"source": "../examples/copy.cu", "entry": "copy", "args": ["dst", "src", "n"],
+             **call}
+    with pytest.raises(sweeper.SweeperError, match=f"^sweeper\\.cuda: {said}"):
+        sweeper.cuda(given.pop("source"), given.pop("entry"), given.pop("args"), **given)
 
 
 def test_the_python_form_is_a_short_kernel_launching_the_cuda_function():

@@ -156,6 +156,20 @@ def test_an_extent_no_cuda_launch_takes_is_refused_at_its_line(matmul_space, cap
     assert capsys.readouterr().err == f"{path}:{line}: {said}\n"
 
 
+@pytest.mark.parametrize("option", ["grid_y", "grid"])
+def test_a_kernel_option_s_grid_of_no_blocks_is_refused_with_an_example_that_runs(
+        matmul_space, capsys, option):
+    """``grid_y: 0`` (or ``grid``) among the kernel's options is refused at its line with
+    an example of what is allowed, not with the 0 it refuses as the example."""
+    written = {"grid": '"cdiv(N, block)"', "grid_y": '"cdiv(M, block_size_y * tile_size_y)"'}
+    path = matmul_space(text=SPACE.format(extra="").replace(
+        f"  {option}: {written[option]}\n", f"  {option}: 0\n"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("0 must be positive; allowed: a positive integer or an expression, "
+                        "e.g. 1024\n"), err
+
+
 def test_a_grid_in_y_given_by_an_expression_is_ruled_out_past_cuda_s_limit(matmul_space):
     """An expression resolves config by config: a ``grid_y`` past 65535 blocks is ruled
     out at its value's line, the others run."""

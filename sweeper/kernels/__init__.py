@@ -186,6 +186,22 @@ def cuda_source(name: str) -> Path | None:
     return source if isinstance(source, Path) else None
 
 
+def launches_warps(name: str) -> bool:
+    """Whether kernel ``name`` launches Triton programs of ``num_warps`` warps, not CUDA C
+    blocks of any count of threads (:attr:`Kernel.launch_shape`): a built-in's as its
+    declaration says; a user kernel's as its module declares it, imported where this
+    process imported it already, else read from its source, never run (a ``sweeper.cuda``
+    launch, called or bound to a name, is CUDA C); a name no plugin has, or a module that
+    cannot be read, is taken for a Triton kernel's, as tuning entries were before CUDA C."""
+    try:
+        found = plugins.find(plugins.KERNEL, name)
+        imported = found.builtin or found.target.partition(":")[0] in sys.modules
+        declared = plugins.kernel_declaration(name, user_code=imported)
+    except SweeperError:
+        return True
+    return getattr(declared, "launch_shape", THREAD_BLOCKS).sizes is not None
+
+
 def files_gone(missing: Sequence[str]) -> str:
     """``FILE is gone: moved, renamed or removed since``, of each of ``missing`` (files a
     kernel's source is read from: :func:`options_missing`)."""
@@ -345,6 +361,7 @@ __all__ = [
     "fill_random",
     "kernel_class",
     "launch_shape",
+    "launches_warps",
     "load_kernel",
     "looked_for",
     "moved_options",

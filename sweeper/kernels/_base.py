@@ -253,6 +253,10 @@ class Kernel(abc.ABC):
     dtypes: ClassVar[tuple[str, ...]] = tuple(d for d in DTYPES if d not in DECLARED_ONLY)
     #: Options a space may leave out with no value standing in (the kernel does without).
     optional_options: ClassVar[frozenset[str]] = frozenset()
+    #: Options whose value is an expression, which a space may give as a plain number
+    #: (``shared_memory: 4096``, ``grid_y: 4``), read as its text, as the Python form
+    #: takes one; any other option is text, a mapping or a list.
+    number_options: ClassVar[frozenset[str]] = frozenset()
     #: The options that tell one kernel built from its space's options from another of
     #: the same name (``cuda``'s source and entry, ``torch-op``'s op): a tuning entry of
     #: it is named ``NAME:VALUE:...`` by them (:attr:`sweeper.tuning.TuningEntry.name`);

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from sweeper import plugins
-from sweeper.core import DTYPES, THREAD_BLOCKS, Config, LaunchShape, Problem, parse
+from sweeper.core import DTYPES, THREAD_BLOCKS, Config, LaunchShape, Problem, evaluate, parse
 from sweeper.core._api_errors import callers_frame, cut_at_call
 from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
@@ -101,6 +101,9 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     ``smem_args``), its names checked as :func:`sweeper.kernel` declares the kernel.
     Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
     ``-DDTYPE``."""
+    wrong_type = _cuda_type_problem(source, entry, args, template)
+    if wrong_type is not None:
+        raise SweeperError(f"sweeper.cuda: {wrong_type}")
     caller = callers_frame(sys._getframe(1)).f_globals
     module_file = caller.get("__file__")
     # no file (a REPL, a notebook, python -c): the current folder, as open() reads it
@@ -127,8 +130,6 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
         (_entry_in_source(path, _decoded(files), entry, template) or ("", None))[1]
-    if problem is None and isinstance(args, str):
-        problem = "args lists the entry's arguments in order, such as [\"dst\", \"src\", \"n\"]"
     if problem is None:
         problem = (int_overflow(args, {}) or ("", None))[1]      # a literal out of its type
     if problem is not None:
@@ -177,6 +178,9 @@ class CudaDeclaration(Kernel):
         {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
          "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options",
          "shared_memory", "check"})
+    number_options: ClassVar[frozenset[str]] = frozenset(
+        {"grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved", "flops",
+         "shared_memory"})
     #: every CUDA C kernel is this one built-in: its file and entry function tell them apart
     named_by: ClassVar[tuple[str, ...]] = ("source", "entry")
     needs_gpu: ClassVar[bool] = True
@@ -684,6 +688,28 @@ def _read_source(launch: CudaLaunch, relative_to: str
     return files, None
 
 
+def _cuda_type_problem(source: Any, entry: Any, args: Any, template: Any) -> str | None:
+    """Why :func:`cuda`'s ``source``, ``entry``, ``args`` or ``template`` is of no type it
+    takes, what it is and what is allowed, or ``None``: checked before any is read, so
+    a wrong one is a line saying so, not a ``TypeError`` from inside the reading."""
+    def shown(value: Any) -> str:
+        return cut(repr(value), 60)
+
+    if not isinstance(source, (str, Path)):
+        return f"source={shown(source)}; allowed: the .cu file's path, as text or a Path"
+    if not isinstance(entry, str):
+        return (f"entry={shown(entry)}; allowed: the __global__ function's name, as text "
+                "(\"copy\")")
+    if template is not None and not isinstance(template, str):
+        return (f"template={shown(template)}; allowed: an instantiation of the entry, as "
+                "text (\"copy<{VEC}>\"), or None")
+    if isinstance(args, str) or not isinstance(args, (list, tuple)) or not all(
+            isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in args):
+        return (f"args={shown(args)}; allowed: a list of the entry's arguments in order, "
+                "each a name or a number ([\"dst\", \"src\", \"n:int64\"])")
+    return None
+
+
 def _shared_problem(value: str | None) -> str | None:
     """Why ``value`` (a ``shared_memory``) is no expression, or ``None``: the names it
     reads are checked where the kernel's are known
@@ -691,9 +717,13 @@ def _shared_problem(value: str | None) -> str | None:
     if value is None:
         return None
     try:
-        parse(value)
+        expr = parse(value)
+        constant = None if expr.names else evaluate(expr, {})
     except ExpressionError as err:
         return f"{err}; allowed: bytes as an expression of the config (block_size_x * TILE * 4)"
+    if constant is not None and constant < 0:   # no config could launch: said where written
+        return (f"{value!r} gives {constant} bytes at every config; allowed: a count of "
+                "bytes, 0 or more, or an expression of the config (block_size_x * TILE * 4)")
     return None
 
 

@@ -123,8 +123,13 @@ class Declaration:
         attrs["declared_model"] = self.declared_model(name, attrs["meta_params"],
                                                       attrs["dims"])
         attrs["__module__"] = getattr(launch, "__module__", __name__)
-        own = inspect.getdoc(launch)
-        attrs["__doc__"] = own or f"The short kernel {name!r} (sweeper.kernel)."
+        # the launch's own docstring: not its type's (a sweeper.cuda launch's class, a
+        # functools.partial's), which says nothing of this kernel
+        own = inspect.getdoc(launch) if launch.__doc__ is not type(launch).__doc__ else None
+        source = attrs["cuda_source"]
+        attrs["__doc__"] = own or (
+            f"The CUDA C kernel {name!r} of {source.name} (sweeper.cuda)." if source else
+            f"The short kernel {name!r} (sweeper.kernel).")
         return attrs
 
     def checked_build(self, launch: Callable[..., Any]) -> type[ShortKernel]:

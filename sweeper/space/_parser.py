@@ -903,7 +903,9 @@ class _Parser:
                 "a positive integer")
             return kind + (f", e.g. {declared.default}" if declared.default >= max(
                 declared.least, 1) else "")
-        example = kernel.defaults.get(axis, 1024)
+        example = kernel.defaults.get(axis, 1024)    # a kernel option's: maybe the one refused
+        if str(example).lstrip("-").isdigit() and int(example) < 1:
+            example = 1024
         return f"a positive integer or an expression, e.g. {example}"
 
     def refusal(self, axis: str, value: int) -> str | None:
@@ -1027,11 +1029,17 @@ class _Parser:
                 raise self.error(path, f"kernel {self.kernel_name} takes no option {shown(key)}; "
                                  f"its options: {known}")
             option = json.dumps(raw) if isinstance(raw, (dict, list)) else raw
+            number = key in getattr(kernel, "number_options", ())
+            if number and isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                option = str(raw)                 # an expression's constant: its text
             limit = MAX_STRUCTURED if isinstance(raw, (dict, list)) else MAX_OPTION
-            if not isinstance(option, str) or not 0 < len(option) <= limit:
-                raise self.error(path, f"{shown(raw)} is not a valid {key}; allowed: a "
-                                 f"string of 1 to {MAX_OPTION} characters, or a mapping or "
-                                 f"list of up to {MAX_STRUCTURED} ({declared[key]})")
+            if not isinstance(option, str) or not 0 < len(option) <= limit or \
+                    (number and isinstance(raw, (dict, list))):
+                forms = f"a number, or an expression of 1 to {MAX_OPTION} characters" \
+                    if number else (f"a string of 1 to {MAX_OPTION} characters, or a "
+                                    f"mapping or list of up to {MAX_STRUCTURED}")
+                raise self.error(path, f"{shown(raw)} is not a valid {key}; allowed: "
+                                 f"{forms} ({declared[key]})")
             resolve = getattr(kernel, "resolve_option", lambda key, value, folder: value)
             written = self.origin(path).file          # this file, or one it extends
             option = resolve(key, option,

@@ -79,7 +79,7 @@ def _kernel() -> dict[str, Any]:
         "properties": {"name": names},
         "additionalProperties": {"anyOf": [
             {"type": "string", "minLength": 1, "maxLength": 200},
-            {"type": "object"}, {"type": "array"}]}}]}
+            {"type": "number"}, {"type": "object"}, {"type": "array"}]}}]}
 
 
 def _block(shape: LaunchShape) -> dict[str, Any]:
