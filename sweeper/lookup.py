@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper.core._api_errors import cut_at_call
-from sweeper.core._model import CACHE_MODES, MAX_GRID_YZ
+from sweeper.core._model import CACHE_MODES, MAX_GRID_YZ, THREAD_BLOCKS
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import bracketing, candidates, log_distance
@@ -387,11 +387,14 @@ class Tuning:
         """The grid expressions of ``config`` (entry ``index`` or one of its top configs)
         evaluated for the problem asked for: its dimensions, footprint and ``n`` (each
         where known), the entry's device facts, block and meta; ``grid``, and a CUDA C
-        launch's ``grid_y`` and ``grid_z`` (1 where it keeps no expression for them)."""
+        launch's ``grid_y`` and ``grid_z`` (1 where it keeps no expression for them).
+        A CUDA C block's extents in y and z its meta-parameters do not hold are read at
+        1, as its space resolved them (only a launch with them lets a grid read them)."""
         entry = self.entries[index]
         facts = {k: v for k, v in entry.facts.items() if k in ("sms", "l2_bytes") and
                  v is not None}
-        env: dict[str, int] = {**facts, "itemsize": DTYPES[dtype], **(dims or {}),
+        env: dict[str, int] = {**dict.fromkeys(THREAD_BLOCKS.extent_names, 1), **facts,
+                               "itemsize": DTYPES[dtype], **(dims or {}),
                                "block": config.block, **config.meta}
         size = self._footprint(entry, dtype, footprint, dims)
         if size is not None:

@@ -207,6 +207,11 @@ def test_a_sweeper_cuda_kernel_takes_grid_y_and_a_python_launch_does_not():
                               meta={"VEC": 4}, grid="cdiv(n, block * VEC)",
                               grid_y="cdiv(n, 1048576)", reference=lambda src: src.clone())
     assert declared.defaults["grid_y"] == "cdiv(n, 1048576)"
+    unswept = sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"},
+                             meta={"VEC": 4}, grid="cdiv(n, block * VEC * block_size_z)",
+                             grid_y="cdiv(n, 1048576 * block_size_y)",
+                             reference=lambda src: src.clone())
+    assert unswept.defaults["grid_y"] == "cdiv(n, 1048576 * block_size_y)"
     with pytest.raises(sweeper.SweeperError, match=r"^kernel copy: grid_y='cdiv\(n, VECS\)' "
                        r"reads 'VECS', which the kernel does not declare"):
         sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},
@@ -236,7 +241,7 @@ def _replayed(tmp_path: Path, space_path: Path) -> list[str]:
         writer = csv.writer(file)
         writer.writerow([*names, "status", "median_ms", "samples_ms"])
         for choice in valid:
-            ms = 0.01 + 0.001 * int(choice["block"]) / int(choice["block_size_y"]) + \
+            ms = 0.01 + 0.001 * int(choice["block"]) / int(choice.get("block_size_y", 1)) + \
                 0.0001 * int(choice["tile_size_y"])
             writer.writerow([*(choice[n] for n in names), "ok", ms, f"{ms} {ms} {ms}"])
     return ["run", str(space_path), "--device", f"replay:{tmp_path / 't.csv'}",
@@ -296,6 +301,56 @@ def test_a_2d_study_records_reports_exports_and_looks_up_its_grid_in_y(matmul_sp
                  "--tuning", str(tuning)]) == 0
     assert "grid=8 (cdiv(N, block)) grid_y=13 (cdiv(M, block_size_y * tile_size_y)) " \
            "block=16 block_size_y=16 tile_size_y=1" in capsys.readouterr().out
+
+
+def test_a_grid_reads_block_size_y_and_z_at_1_where_the_space_does_not_sweep_them(
+        matmul_space, tmp_path, capsys):
+    """Kernel Tuner's grid divisors read ``block_size_y`` and ``block_size_z`` at 1 where
+    they are not tuned, as each compile defines them: a ``grid_y`` over them plans,
+    resolves, runs, exports (a tuning entry, a header) and is looked up at another
+    problem without an axis of either, neither becoming a meta-parameter."""
+    text = SPACE.format(extra="").replace("  block_size_y: [1, 4, 16]\n", "").replace(
+        "cdiv(M, block_size_y * tile_size_y)",
+        "cdiv(M, block_size_y * block_size_z * tile_size_y)")
+    path = matmul_space(text=text)
+    assert main(["plan", str(path)]) == 0
+    assert "6 valid" in capsys.readouterr().out
+    config = load_space(path).resolve({"block": "16", "tile_size_y": "2"}, FACTS)
+    assert (config.grid, config.grid_y, dict(config.meta)) == (8, 100, {"tile_size_y": 2})
+    assert main(_replayed(tmp_path, path)) == 0
+    study = tmp_path / "st" / "space-replay"
+    tuning = tmp_path / "tuning.json"
+    assert main(["export", str(study), "-o", str(tuning)]) == 0
+    entry, = json.loads(tuning.read_text())["entries"]
+    assert (entry["block"], entry["grid_y"], entry["meta"]) == (16, 200, {"tile_size_y": 1})
+    with pytest.warns(TuningWarning):                          # far from the tuned shape
+        cfg = sweeper.tuned(f"cuda:{tmp_path / 'matmul.cu'}:matmul", dtype="float32",
+                            dims={"M": 4000, "N": 1200, "K": 64}, gpu="NVIDIA H200",
+                            path=tuning)
+    assert (cfg.grid, cfg.grid_y) == (75, 4000)
+    assert all(c.grid_y == -(-4000 // c.meta["tile_size_y"]) for c in cfg.candidates)
+    assert cfg.cuda_launch().grid == (75, 4000, 1)
+    header = tmp_path / "tuned.h"
+    assert main(["export", str(study), "--format", "header", "-o", str(header)]) == 0
+    assert "#define MATMUL_GRID_Y 200\n" in header.read_text()
+
+
+def test_a_triton_kernel_s_grid_reads_no_block_size_y(tmp_path, capsys):
+    """A Triton program has no block in y: its grid reading ``block_size_y`` is refused
+    at its line, a Python launch's ``grid=`` where it is declared."""
+    path = tmp_path / "copy.yaml"
+    path.write_text("kernel: copy\nparams:\n  grid: ['cdiv(n, block_size_y)']\n")
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"{path}:3: params.grid[0]: unknown name 'block_size_y' in 'cdiv(n, block_size_y)'")
+
+    def copy(src, dst, config):
+        dst.copy_(src)
+
+    with pytest.raises(sweeper.SweeperError, match=r"^kernel copy: grid='cdiv\(n, "
+                       r"block_size_y\)' reads 'block_size_y', which the kernel does not"):
+        sweeper.kernel(copy, inputs={"src": "n"}, outputs={"dst": "n"}, meta={"BLOCK": 4},
+                       grid="cdiv(n, block_size_y)", reference=lambda src: src.clone())
 
 
 def test_a_tuning_entry_s_grid_and_block_in_y_are_checked_as_it_is_read(matmul_space,

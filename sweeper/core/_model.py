@@ -101,6 +101,13 @@ class LaunchShape:
     extents: tuple[tuple[str, int], ...] = ()
     grids: tuple[str, ...] = ()
 
+    @property
+    def extent_names(self) -> tuple[str, ...]:
+        """The names of the block's further dimensions (:attr:`extents`): where no axis
+        sweeps one, a grid expression reads it at 1, as each compile defines it and as
+        Kernel Tuner's grid divisors default it."""
+        return tuple(name for name, _ in self.extents)
+
     def extent_problem(self, name: str, value: int) -> str | None:
         """Why ``value`` is no extent the launch takes as its block's dimension ``name``
         (one of :attr:`extents`), or ``None``."""
@@ -578,15 +585,24 @@ class Space:
 
 def make_steps(space: Space, max_footprint: int | None) -> list[Step]:
     """The steps of ``space.resolve`` with problems capped at ``max_footprint``: the
-    dtype's item size; each axis's value in dependency order, the problem once its size
-    axes are known; each constraint; the grid and the block a launch can take (the
-    kernel's :attr:`Space.launch_shape`)."""
+    dtype's item size; the block's extents no axis sweeps, at 1, for a grid to read
+    (:attr:`LaunchShape.extent_names`); each axis's value in dependency order, the
+    problem once its size axes are known; each constraint; the grid and the block a
+    launch can take (the kernel's :attr:`Space.launch_shape`)."""
     dtype_dim = frozenset({space.dimension_of("dtype")})
 
     def itemsize(choice: Mapping[str, str], state: Resolving) -> None:
         state.env["itemsize"] = DTYPES[str(space.constant("dtype", choice))]
 
+    shape, named = space.launch_shape, {a.name for a in space.axes}
+    unswept = tuple(e for e in shape.extent_names if e not in named)
+
+    def unswept_extents(choice: Mapping[str, str], state: Resolving) -> None:
+        state.env.update(dict.fromkeys(unswept, 1))
+
     out = [Step(dtype_dim, frozenset(), frozenset({"itemsize"}), itemsize)]
+    if unswept:              # a grid reads a block's extent no axis sweeps at 1
+        out.append(Step(frozenset(), frozenset(), frozenset(unswept), unswept_extents))
     sizes, given = space.sizes, set()
     for name in space.order:
         if name in ("dtype", "cache"):
@@ -602,8 +618,7 @@ def make_steps(space: Space, max_footprint: int | None) -> list[Step]:
                             _problem_step(space, max_footprint)))
     out += [Step(frozenset(), c.expr.names, frozenset(), _constraint_step(c))
             for c in space.constraints]
-    shape, named = space.launch_shape, {a.name for a in space.axes}
-    extents = tuple(e for e, _ in shape.extents if e in named)
+    extents = tuple(e for e in shape.extent_names if e in named)
     return [*out, Step(frozenset(), frozenset({"grid"}), frozenset(), _grid_step),
             *(Step(frozenset(), frozenset({g}), frozenset(), _grid_extent_step(g))
               for g in space.grid_extents),

@@ -156,13 +156,16 @@ class Declaration:
                     meta: Mapping[str, MetaParam]) -> None:
         """Refuse a ``grid=`` (``grid_y=``, ``grid_z=``) expression that reads a name
         kernel ``name`` does not declare (``dims``, ``meta``, the launch and fact
-        names), then a ``launch`` whose own expression does (:func:`check_launch_names`)."""
+        names: a ``sweeper.cuda`` launch's ``block_size_y`` and ``block_size_z`` too, 1
+        where not swept), then a ``launch`` whose own expression does
+        (:func:`check_launch_names`)."""
+        extents = getattr(launch, "launch_shape", WARP_BLOCKS).extent_names
         for key, grid in (("grid", self.grid), ("grid_y", self.grid_y),
                           ("grid_z", self.grid_z)):
             if not isinstance(grid, str):
                 continue
             expr = parsed(name, f"{key}={grid!r}", grid)
-            known = sorted({"block", "footprint", *FACT_NAMES, *dims, *meta})
+            known = sorted({"block", "footprint", *FACT_NAMES, *dims, *meta, *extents})
             unknown = sorted(expr.names - set(known))
             if unknown:
                 raise SweeperError(f"kernel {name}: {key}={grid!r} reads "

@@ -40,6 +40,7 @@ from sweeper.core._expr import LIMIT, Expr
 from sweeper.core._model import (
     CACHE_MODES,
     FACT_NAMES,
+    GRID_EXTENTS,
     LAUNCH_AXES,
     MAX_CONFIGS,
     MAX_GRID_YZ,
@@ -619,7 +620,7 @@ class _Parser:
     def order(self, axes: list[Axis]) -> tuple[str, ...]:
         """Axis names in an order where each expression's names come first."""
         axis_names = {a.name for a in axes} - set(TEXT_AXES)
-        known = self.known_names(axes)
+        known, grid_known = self.known_names(axes), self.grid_names(axes)
         sizes = {a.name for a in axes if a.name in ("footprint", *self.shape.names)}
         derived = set(known) - axis_names - set(FACT_NAMES[:2]) - {"itemsize"}
         deps: dict[str, set[str]] = {name: set() for name in TEXT_AXES}
@@ -629,7 +630,8 @@ class _Parser:
                 if v.expr is None:
                     continue
                 with self.at_kernel_default(a.name):
-                    self.names_known(v.expr, f"params.{a.name}[{i}]", known)
+                    self.names_known(v.expr, f"params.{a.name}[{i}]", grid_known if
+                                     a.name in ("grid", *GRID_EXTENTS) else known)
                 reads = set(v.expr.names)
                 if reads & derived or (a.name not in sizes and reads & sizes):
                     reads |= sizes | {"dtype"}     # the problem is made from all its sizes
@@ -1010,6 +1012,13 @@ class _Parser:
         the footprint and the kernel's dimensions (derived from each other)."""
         return sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES) |
                       {"footprint", *self.shape.names})
+
+    def grid_names(self, axes: list[Axis]) -> list[str]:
+        """Names a grid's expression (``grid``, ``grid_y``, ``grid_z``) may read: those of
+        :meth:`known_names`, and the block's extents in y and z where the kernel's launch
+        has them (CUDA C's ``block_size_y``, ``block_size_z``), at 1 where no axis sweeps
+        them, as each compile defines them and Kernel Tuner's grid divisors read them."""
+        return sorted({*self.known_names(axes), *self.kernel_cls.launch_shape.extent_names})
 
     def kernel_options(self, value: Any, kernel: type[KernelDeclaration], *,
                        checked: bool = True) -> tuple[tuple[str, str], ...]:
