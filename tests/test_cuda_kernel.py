@@ -982,15 +982,35 @@ def test_nvrtc_options_are_every_compile_s_its_cache_key_s_and_its_source_s(
 
 @pytest.mark.parametrize(("options", "at", "said"), [
     ("[-use_fast_math, -DVEC=2]", "[1]", "'-DVEC=2': sweeper sets -D / --define-macro "
-     "itself, or it would read what sweeper does not hash; allowed: a define is an axis: "
-     "params: {NAME: [value]}"),
+     "itself; allowed: a define is an axis: params: {NAME: [value]}"),
     ("[-arch=sm_80]", "[0]", "'-arch=sm_80': sweeper sets -arch / --gpu-architecture "
-     "itself, or it would read what sweeper does not hash; allowed: the GPU's own"),
-    ("[-I/usr/include]", "[0]", "'-I/usr/include': sweeper sets -I / --include-path / "
-     "-include / --pre-include itself, or it would read what sweeper does not hash; "
-     "allowed: a header beside the .cu file"),
+     "itself; allowed: the GPU's own"),
+    ("[-I/usr/include]", "[0]", "'-I/usr/include': -I / --include-path has NVRTC read or "
+     "write files sweeper neither hashes nor watches; allowed: a header beside the .cu file"),
     ("[fast]", "[0]", "'fast' is no NVRTC option; allowed: one option a list item, "
-     "starting with - and without spaces"),
+     "a name after - or -- and without spaces"),
+    ("['-']", "[0]", "'-' is no NVRTC option; allowed: one option a list item, a name "
+     "after - or --"),
+    ("[--use-pch=F]", "[0]", "'--use-pch=F': -use-pch / --use-pch has NVRTC read or write "
+     "files sweeper neither hashes nor watches; allowed: the headers #included"),
+    ("[-use_fast_math, --create-pch=F]", "[1]", "'--create-pch=F': -create-pch / "
+     "--create-pch has NVRTC read or write files"),
+    ("[--pch-dir=D]", "[0]", "'--pch-dir=D': -pch-dir / --pch-dir has NVRTC read or write"),
+    ("[--time=F]", "[0]", "'--time=F': -time / --time has NVRTC read or write files "
+     "sweeper neither hashes nor watches; allowed: options of the code compiled"),
+    ("[--fdevice-time-trace]", "[0]", "'--fdevice-time-trace': -fdevice-time-trace / "
+     "--fdevice-time-trace has NVRTC read or write files"),
+    ("[-ptx]", "[0]", "'-ptx': -ptx / --ptx has NVRTC make other code than the whole "
+     "program's cubin sweeper loads and launches; allowed: options of the code compiled "
+     "(-use_fast_math, --fmad=false, -maxrregcount=64), in a whole program (-rdc=false, "
+     "NVRTC's default)"),
+    ("[-dlto]", "[0]", "'-dlto': -dlto / --dlink-time-opt has NVRTC make other code"),
+    ("[-dc]", "[0]", "'-dc': -dc / --device-c has NVRTC make other code"),
+    ("[-rdc=true]", "[0]", "'-rdc=true': -rdc / --relocatable-device-code has NVRTC make "
+     "other code than the whole program's cubin sweeper loads and launches; allowed: "
+     "-rdc=false (NVRTC's default)"),
+    ("[--relocatable-device-code=true]", "[0]", "'--relocatable-device-code=true': -rdc / "
+     "--relocatable-device-code has NVRTC make other code"),
     ("['-Xptxas -v']", "[0]", "'-Xptxas -v' is no NVRTC option"),
     ("[--std=c++14]", "[0]", "'--std=c++14': sweeper sets -std / --std itself"),
     ("-use_fast_math", "", "'-use_fast_math' is no list of NVRTC options; allowed: up to 32 "
@@ -999,8 +1019,10 @@ def test_nvrtc_options_are_every_compile_s_its_cache_key_s_and_its_source_s(
 def test_an_nvrtc_option_sweeper_sets_or_none_is_refused_at_its_line(cu_space, capsys,
                                                                      options, at, said):
     """An option sweeper gives every compile itself (a define, the arch, the language), one
-    that has NVRTC read headers sweeper does not hash, and what is no option are refused
-    where they are written; so is each in ``sweeper.cuda``'s ``nvrtc_options``."""
+    that has NVRTC read or write files sweeper does not hash (headers, precompiled ones,
+    a timing file), one that has it make other code than the cubin sweeper loads (PTX,
+    relocatable or link-time code), and what is no option are refused where they are
+    written; so is each in ``sweeper.cuda``'s ``nvrtc_options``."""
     path = cu_space(space_text(extra=f"\n  nvrtc_options: {options}"))
     assert main(["plan", str(path), "--device", "interpret"]) == 2
     err = capsys.readouterr().err
@@ -1012,6 +1034,16 @@ def test_an_nvrtc_option_sweeper_sets_or_none_is_refused_at_its_line(cu_space, c
     with pytest.raises(sweeper.SweeperError, match=rf"^sweeper\.cuda: nvrtc_options"
                        rf"{re.escape(at)}: {re.escape(said)}"):
         sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"], nvrtc_options=given)
+
+
+def test_a_whole_program_s_nvrtc_options_pass():
+    """What is refused is what changes the files read or the code made: a whole program
+    (``-rdc=false``, NVRTC's default) and options of the code compiled pass."""
+    from sweeper.kernels._cuda_spec import nvrtc_option_problem
+
+    assert nvrtc_option_problem(["-rdc=false", "--relocatable-device-code=false",
+                                 "-use_fast_math", "--fmad=false", "-maxrregcount=64",
+                                 "-Xptxas=-v", "-lineinfo"]) is None
 
 
 def test_a_tolerance_option_checks_the_outputs_at_it(cu_space):

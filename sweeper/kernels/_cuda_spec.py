@@ -278,19 +278,47 @@ def meta_problem(name: str) -> str | None:
     return None
 
 
-#: The NVRTC options a kernel's ``nvrtc_options`` may not give, each with what to do
-#: instead: those sweeper sets itself at every compile (the defines, the architecture, the
-#: language), and those that would have NVRTC read files sweeper neither hashes nor
-#: watches (their edits would go unseen by the cache key and the study's source hash).
-RESERVED_OPTIONS = {
-    ("-D", "--define-macro"): "a define is an axis: params: {NAME: [value]}",
-    ("-U", "--undefine-macro"): "an axis its source reads, or an #undef in the source",
-    ("-arch", "--gpu-architecture"): "the GPU's own, which every compile takes",
-    ("-std", "--std"): "C++17, which every compile takes",
-    ("-I", "--include-path", "-include", "--pre-include"):
-        "a header beside the .cu file or in its folder, #included: its text is part of "
-        "the kernel's source",
+#: Why :data:`RESERVED_OPTIONS` refuses an option, by what it does: sweeper gives every
+#: compile its own; NVRTC would read or write files sweeper neither hashes nor watches
+#: (their edits would go unseen by the cache key and the study's source hash, or a run
+#: would leave files behind); NVRTC would make other code than the whole program's cubin
+#: sweeper caches, loads and launches.
+_SETS = "sweeper sets {names} itself"
+_FILES = "{names} has NVRTC read or write files sweeper neither hashes nor watches"
+_OUTPUT = ("{names} has NVRTC make other code than the whole program's cubin sweeper "
+           "loads and launches")
+#: The NVRTC options a kernel's ``nvrtc_options`` may not give, each with why
+#: (:data:`_SETS`, :data:`_FILES`, :data:`_OUTPUT`) and what to do instead.
+RESERVED_OPTIONS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("-D", "--define-macro"): (_SETS, "a define is an axis: params: {NAME: [value]}"),
+    ("-U", "--undefine-macro"): (_SETS, "an axis its source reads, or an #undef in the "
+                                 "source"),
+    ("-arch", "--gpu-architecture"): (_SETS, "the GPU's own, which every compile takes"),
+    ("-std", "--std"): (_SETS, "C++17, which every compile takes"),
+    **dict.fromkeys((("-I", "--include-path"), ("-include", "--pre-include")), (
+        _FILES, "a header beside the .cu file or in its folder, #included: its text is "
+        "part of the kernel's source")),
+    **dict.fromkeys((("-use-pch", "--use-pch"), ("-create-pch", "--create-pch"),
+                     ("-pch-dir", "--pch-dir")), (
+        _FILES, "the headers #included by the source, compiled with it (a precompiled "
+        "header is a file sweeper does not hash)")),
+    **dict.fromkeys((("-time", "--time"), ("-fdevice-time-trace", "--fdevice-time-trace")), (
+        _FILES, "options of the code compiled (-use_fast_math, --fmad=false, "
+        "-maxrregcount=64)")),
+    **dict.fromkeys((("-ptx", "--ptx"), ("-dc", "--device-c"), ("-dlto", "--dlink-time-opt"),
+                     ("-optix-ir", "--optix-ir"),
+                     ("-fdevice-syntax-only", "--fdevice-syntax-only")), (
+        _OUTPUT, "options of the code compiled (-use_fast_math, --fmad=false, "
+        "-maxrregcount=64), in a whole program (-rdc=false, NVRTC's default)")),
+    ("-rdc", "--relocatable-device-code"): (
+        _OUTPUT, "-rdc=false (NVRTC's default): the kernel whole in its source and the "
+        "files it includes"),
 }
+#: The options of :data:`RESERVED_OPTIONS`' names that it does not refuse: a whole
+#: program, NVRTC's default, as sweeper compiles it anyway.
+ALLOWED_RESERVED = frozenset({"-rdc=false", "--relocatable-device-code=false"})
+#: An NVRTC option as a list item: a name after one or two dashes, no space.
+NVRTC_OPTION = re.compile(r"--?[A-Za-z][^\s]*")
 #: The most options ``nvrtc_options`` may give, and the longest each may be.
 MAX_NVRTC_OPTIONS, MAX_NVRTC_OPTION = 32, 200
 
@@ -300,23 +328,26 @@ def nvrtc_option_problem(options: object) -> tuple[int | None, str] | None:
     ``compiler_options``) are no NVRTC options every compile may add, and why: the index
     of the one at fault (``None``: the list itself), or ``None`` where they are.  Each is
     one option as NVRTC takes it (``-use_fast_math``, ``--fmad=false``, ``-maxrregcount=64``),
-    a string starting with ``-`` and no space, none sweeper sets itself or one that has
-    NVRTC read other files (:data:`RESERVED_OPTIONS`)."""
+    a name after ``-`` or ``--`` and no space, none sweeper sets itself, has NVRTC read
+    or write other files, or makes other code than a whole program's cubin
+    (:data:`RESERVED_OPTIONS`)."""
     if not isinstance(options, (list, tuple)) or len(options) > MAX_NVRTC_OPTIONS:
         return None, (f"{cut(repr(options), 60)} is no list of NVRTC options; allowed: up to "
                       f"{MAX_NVRTC_OPTIONS} options, such as [-use_fast_math, --fmad=false]")
     for i, option in enumerate(options):
-        if not isinstance(option, str) or not option.startswith("-") or \
-                len(option) > MAX_NVRTC_OPTION or any(c.isspace() for c in option):
+        if not isinstance(option, str) or len(option) > MAX_NVRTC_OPTION or \
+                NVRTC_OPTION.fullmatch(option) is None:
             return i, (f"{cut(repr(option), 60)} is no NVRTC option; allowed: one option a "
-                       "list item, starting with - and without spaces (-use_fast_math, "
+                       "list item, a name after - or -- and without spaces (-use_fast_math, "
                        "--fmad=false, -maxrregcount=64)")
-        for names, instead in RESERVED_OPTIONS.items():
+        if option in ALLOWED_RESERVED:
+            continue
+        for names, (why, instead) in RESERVED_OPTIONS.items():
             name = next((n for n in names if option == n or option.startswith(
                 (f"{n}=", n) if len(n) == 2 else f"{n}=")), None)
             if name is not None:
-                return i, (f"{option!r}: sweeper sets {' / '.join(names)} itself, or it "
-                           f"would read what sweeper does not hash; allowed: {instead}")
+                return i, (f"{option!r}: {why.format(names=' / '.join(names))}; "
+                           f"allowed: {instead}")
     return None
 
 
