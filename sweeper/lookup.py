@@ -56,6 +56,7 @@ from sweeper.tuning import (
 )
 
 if TYPE_CHECKING:
+    from sweeper.kernels import Kernel
     from sweeper.kernels._cuda_build import CudaLaunch, TunedLaunch
 
 
@@ -96,27 +97,32 @@ class TunedConfig(TuningEntry):
     asked: Problem | None = None
 
     def cuda_launch(self, config: LaunchConfig | None = None, *,
-                    launch: CudaLaunch | None = None) -> TunedLaunch:
+                    launch: CudaLaunch | type[Kernel] | Kernel | None = None
+                    ) -> TunedLaunch:
         """This config of a CUDA C kernel (or ``config``, one of its :attr:`candidates`)
         as a program of its own compiles and launches it for the problem asked
         (:class:`~sweeper.kernels._cuda_build.TunedLaunch`: the name to compile and look
         up, NVRTC's options with each define, the grid and block in x, y and z, the
         dynamic shared memory), as sweeper compiled and launched it.  A space's ``cuda``
         kernel is built from the options its entry keeps; a ``sweeper.cuda`` kernel
-        declared in Python is given by ``launch``, the ``sweeper.cuda(...)`` it was
-        declared with (its template, options and shared memory are its, not the
-        tuning file's)."""
+        declared in Python is given by ``launch``: the kernel ``sweeper.kernel(...)``
+        declared, or the ``sweeper.cuda(...)`` it was declared with (its template,
+        options and shared memory are its, not the tuning file's)."""
         from sweeper.kernels._cuda_build import CudaLaunch
 
         if launch is None and self.kernel == "cuda" and self.kernel_options:
             launch = CudaLaunch.of_options(self.kernel_options, "")
+        held = getattr(getattr(launch, "plan", None), "launch", None)
+        if isinstance(held, CudaLaunch):          # a kernel: the launch it is declared with
+            launch = held
         if not isinstance(launch, CudaLaunch):
             given = "" if launch is None else f"; launch={cut(repr(launch), 60)} is none"
             raise SweeperError(
                 f"{self.name}: cuda_launch() is the launch of a CUDA C kernel, which a "
                 f"space's cuda kernel's entry keeps{given}; allowed: for a sweeper.cuda "
-                "kernel, launch= the sweeper.cuda(...) it is declared with; a Triton "
-                "kernel launches with grid, num_warps and meta (launch_options())")
+                "kernel, launch= the kernel sweeper.kernel(...) declared or the "
+                "sweeper.cuda(...) it is declared with; a Triton kernel launches with "
+                "grid, num_warps and meta (launch_options())")
         chosen = self if config is None else config
         if config is not None and config not in (self, *self.candidates):
             raise SweeperError(f"{self.name}: cuda_launch(config): {cut(repr(config), 80)} "

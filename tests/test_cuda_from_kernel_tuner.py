@@ -418,8 +418,9 @@ def test_a_tuned_cuda_config_gives_the_launch_cupy_takes(matmul_study, tmp_path)
 def test_a_sweeper_cuda_kernel_s_launch_is_given_by_the_launch_it_is_declared_with(
         matmul_study, tmp_path):
     """A ``sweeper.cuda`` kernel's entry keeps no launch of its own: ``launch=`` gives
-    it (its template, options and shared memory); an entry of no CUDA C kernel, or
-    another object, is refused, saying what to give."""
+    it (its template, options and shared memory), the ``sweeper.cuda(...)`` or the kernel
+    ``sweeper.kernel`` declared with it; an entry of no CUDA C kernel, or another object
+    (a Python launch's kernel), is refused, saying what to give."""
     tuning = tmp_path / "tuning.json"
     assert main(["export", str(matmul_study), "-o", str(tuning)]) == 0
     cfg = sweeper.tuned(f"cuda:{tmp_path / 'matmul.cu'}:matmul", dtype="float32",
@@ -429,9 +430,29 @@ def test_a_sweeper_cuda_kernel_s_launch_is_given_by_the_launch_it_is_declared_wi
     launch = cfg.cuda_launch(launch=mine)
     assert "--fmad=false" in launch.options and "-use_fast_math" not in launch.options
     assert launch.shared_mem == 1024
+    declared = sweeper.kernel(mine, inputs={"A": "M, K", "B": "K, N"}, outputs={"C": "M, N"},
+                              dims={"M": 200, "N": 120, "K": 64},
+                              meta={"block_size_y": 1, "tile_size_y": 1},
+                              grid="cdiv(N, block)",
+                              grid_y="cdiv(M, block_size_y * tile_size_y)",
+                              footprint_bytes="M * K * itemsize", reference=torch.matmul)
+    assert cfg.cuda_launch(launch=declared) == launch
+    assert cfg.cuda_launch(launch=declared()) == launch          # an instance too
     with pytest.raises(sweeper.SweeperError, match=r"launch='matmul\.cu' is none; allowed: "
-                       r"for a sweeper\.cuda kernel, launch= the sweeper\.cuda\(\.\.\.\)"):
+                       r"for a sweeper\.cuda kernel, launch= the kernel sweeper\.kernel\(\.\.\.\) "
+                       r"declared or the sweeper\.cuda\(\.\.\.\) it is declared with"):
         cfg.cuda_launch(launch="matmul.cu")       # type: ignore[arg-type]
+
+    def python(C, A, B, config):
+        C.copy_(A @ B)
+
+    triton_like = sweeper.kernel(python, inputs={"A": "M, K", "B": "K, N"},
+                                 outputs={"C": "M, N"}, dims={"M": 200, "N": 120, "K": 64},
+                                 meta={"BLOCK": 16}, grid="cdiv(N, BLOCK)",
+                                 footprint_bytes="M * K * itemsize", reference=torch.matmul)
+    with pytest.raises(sweeper.SweeperError, match=r"cuda_launch\(\) is the launch of a CUDA "
+                       r"C kernel, .*; launch=<class .*> is none; allowed:"):
+        cfg.cuda_launch(launch=triton_like)
 
 
 def test_a_triton_kernel_s_tuned_config_has_no_cuda_launch(tmp_path):
