@@ -202,7 +202,8 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space,
     the space text recorded beside it says the same (its comments edited since); else as
     it is, a change.  A space whose recorded text says the same but for its ``budget:``
     (:data:`UNMEASURED_KEYS`) reads as ``space``'s too: a budget says when a search stops,
-    not what a trial measures.  An older sweeper's fingerprint of a replay held its
+    not what a trial measures; so does one that differs in a kernel's ``check`` naming
+    every output alone (:func:`_measured`).  An older sweeper's fingerprint of a replay held its
     table's path (``replay_table``), or none, its environment naming it: the table reads
     as the contents that path holds now (as the older sweeper compared it, the same path
     is the same table), and as none where it holds no table now (a change).  An older
@@ -336,7 +337,7 @@ UNMEASURED_KEYS = ("budget",)
 def _content_of(text: str, measured: bool = False) -> str | None:
     """The hash of what a recorded space ``text`` says, the files it extends merged as
     they were (:func:`~sweeper.space._files.load_recorded`); ``measured``: of what it says
-    but :data:`UNMEASURED_KEYS`.  ``None`` where it is not YAML."""
+    of a trial (:func:`_measured`).  ``None`` where it is not YAML."""
     from sweeper.space._files import load_recorded
     from sweeper.space._yaml import content_sha256
 
@@ -344,9 +345,23 @@ def _content_of(text: str, measured: bool = False) -> str | None:
         data = load_recorded(text, "study.json")[0]
     except SpaceError:
         return None
-    if measured and isinstance(data, dict):
-        data = {k: v for k, v in data.items() if k not in UNMEASURED_KEYS}
-    return content_sha256(data)
+    return content_sha256(_measured(data) if measured else data)
+
+
+def _measured(data: Any) -> Any:
+    """A space's data (``data``) as it says what a trial measures: without
+    :data:`UNMEASURED_KEYS`, and without a kernel's ``check`` that names every output in
+    their order, which compares what no ``check`` compares (``check: [C]`` of a kernel
+    whose one output is ``C``)."""
+    if not isinstance(data, dict):
+        return data
+    data = {k: v for k, v in data.items() if k not in UNMEASURED_KEYS}
+    kernel = data.get("kernel")
+    if isinstance(kernel, dict) and "check" in kernel and \
+            isinstance(kernel.get("outputs"), (dict, list)) and \
+            kernel["check"] == list(kernel["outputs"]):
+        data["kernel"] = {k: v for k, v in kernel.items() if k != "check"}
+    return data
 
 
 def fingerprint_damage(meta: Mapping[str, Any]) -> dict[str, str]:

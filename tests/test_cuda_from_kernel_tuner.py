@@ -8,6 +8,7 @@ marked ``gpu``."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -360,6 +361,48 @@ def test_a_cuda_kernel_s_check_option_is_read_and_checked_at_its_line(tmp_path, 
     assert capsys.readouterr().err == (
         f"{path}:9: kernel.check[1]: 'scrach' is no output; allowed: a list of the outputs "
         "compared with the reference's (dst, scratch); did you mean 'scratch'?\n")
+
+
+@pytest.mark.parametrize(("check", "resumed"), [
+    ("[dst, scratch]", True),       # every output, in their order: what none compares
+    ("[dst]", False),               # one output fewer compared
+    ("[scratch, dst]", False),      # the reference's values read in another order
+])
+def test_a_check_of_every_output_resumes_a_study_run_without_one(tmp_path, capsys, check,
+                                                                 resumed):
+    """``check`` naming every output, in their order, compares what no ``check`` does: a
+    study run without it resumes with it (and back) as it is, measuring nothing new;
+    one that compares other outputs, or reads the reference's in another order, is other
+    settings, which a resume refuses without ``--force``."""
+    from sweeper.study import enumerate_choices
+
+    (tmp_path / "scratch.cu").write_text(SCRATCH_CU)
+    path = tmp_path / "space.yaml"
+    unchecked = SCRATCH.replace("  check: [dst]\n", "")
+    path.write_text(unchecked)
+    valid, _ = enumerate_choices(load_space(path), {"sms": 132, "l2_bytes": 62914560})
+    names = list(valid[0])
+    with (tmp_path / "t.csv").open("w", newline="") as file:
+        file.write("# sweeper replay table v1\n# gpu: NVIDIA H200\n# sms: 132\n"
+                   "# l2_bytes: 62914560\n# kernel: cuda\n")
+        writer = csv.writer(file)
+        writer.writerow([*names, "status", "median_ms", "samples_ms"])
+        writer.writerows([*(c[n] for n in names), "ok", 0.01, "0.01 0.01 0.01"] for c in valid)
+    run = ["run", str(path), "--device", f"replay:{tmp_path / 't.csv'}", "--studies-dir",
+           str(tmp_path / "st"), "--quiet", "--no-report"]
+    assert main(run) == 0
+    path.write_text(unchecked.replace("  reference:", f"  check: {check}\n  reference:"))
+    capsys.readouterr()
+    if not resumed:
+        assert main(run) == 2
+        err = capsys.readouterr().err
+        assert "cannot resume, it was measured with other settings (the space's line 8: " \
+            f"'(none)' -> 'check: {check}')" in err, err
+        return
+    assert main(run) == 0
+    assert "done: 0 measured" in capsys.readouterr().out
+    path.write_text(unchecked)
+    assert main(run) == 0
 
 
 # -- the winner as a launch asks for it (pick) ---------------------------------------------
