@@ -266,6 +266,36 @@ def test_nothing_is_drawn_for_one_footprint_or_a_dtype_with_one(tmp_path):
     assert study_tables(three_footprints(tmp_path / "copy")).roofline is None
 
 
+def test_shapes_that_share_a_footprint_draw_no_curve(tmp_path):
+    """Two matmul shapes of one footprint (8192 x 8192 x 256 and 8192³: 128 MiB of bf16
+    each) are two problems at one x: their rates are no function of the footprint, so no
+    curve joins them (it drew a vertical step, and the dotted config at 128 MiB was the
+    other shape's rate)."""
+    tables = ROOT / "benchmarks" / "tables"
+    lines: list[str] = []
+    for i, name in enumerate(["h200-matmul-short-k.csv", "h200-matmul-k256.csv",
+                              "h200-matmul-8k-cool.csv"]):
+        text = (tables / name).read_text().splitlines()
+        body = [line for line in text if not line.startswith("#")]
+        lines += ([line for line in text if line.startswith("#")] + body[:1] if i == 0
+                  else []) + body[1:]
+    table = tmp_path / "shapes.csv"
+    table.write_text("\n".join(lines) + "\n")
+    space = (ROOT / "benchmarks" / "spaces" / "matmul-odd.yaml").read_text()
+    space = space.replace("  M: [3000]\n  N: [5000]\n  K: [1000]\n", "  shape: {zip: {M: "
+                          "[2048, 8192, 8192], N: [8192, 8192, 8192], K: [1024, 256, 8192]}}\n")
+    (tmp_path / "shapes.yaml").write_text(space)
+    store = replayed(table, tmp_path / "shapes.yaml", tmp_path / "st")
+    tables = study_tables(store)
+    assert list(tables.picks["problem"]) == [
+        "bfloat16 M=2048 N=8192 K=1024 cold", "bfloat16 M=8192 N=8192 K=256 cold",
+        "bfloat16 M=8192 N=8192 K=8192 cold"]
+    assert tables.footprint == []
+    files = write_report(store, draw=False)
+    assert "Footprint" not in files.markdown.read_text()
+    assert json.loads(files.json.read_text())["footprint_curves"] == []
+
+
 def winners():
     def w(kernel, dtype, problem, flops, nbytes, ms):
         return Winner("s", kernel, dtype, problem, 0, flops, nbytes, ms * 1e-3)

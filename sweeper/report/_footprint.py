@@ -18,7 +18,10 @@ What a curve promises a reader:
   line a problem's working set fits in the L2 (its trials on a GPU are flagged
   L2-resident), so its rate says little about device memory.
 - A dtype whose measured problems span fewer than two footprints has no curve (a line
-  needs two points); the report then draws nothing and says nothing about it.
+  needs two points), nor one with two problems of one cache mode at one footprint
+  (shapes named by their dimensions: a matmul of 8192 x 8192 x 256 and one of 8192³
+  hold 128 MiB each), whose rate is then no function of the footprint; the report then
+  draws nothing and says nothing about it (its tables and maps give each problem).
 """
 
 from __future__ import annotations
@@ -67,14 +70,15 @@ def footprint_curves(df: pd.DataFrame, picks: Sequence[Pick], metric: str, *, ke
                      gpu: str, grid_names: Sequence[str], l2_bytes: int = 0,
                      ceilings: Ceilings | None = None, bounds: Bounds | None = None
                      ) -> list[FootprintCurve]:
-    """A curve per dtype whose chosen configs span two footprints or more, dtypes in name
-    order.  ``df`` is :func:`sweeper.report.trials_frame`'s table, ``picks`` the config
-    each problem ends with, ``grid_names`` the columns that name a config apart from its
-    problem (grid label, block, meta-parameters)."""
+    """A curve per dtype whose chosen configs span two footprints or more, each of a
+    cache mode's problems at a footprint of its own, dtypes in name order.  ``df`` is
+    :func:`sweeper.report.trials_frame`'s table, ``picks`` the config each problem ends
+    with, ``grid_names`` the columns that name a config apart from its problem (grid
+    label, block, meta-parameters)."""
     points = chosen_points(df, picks, metric)
     out = []
     for dtype, sub in points.groupby("dtype", sort=True):
-        if sub["footprint"].nunique() < 2:
+        if sub["footprint"].nunique() < 2 or sub.duplicated(["footprint", "cache"]).any():
             continue
         sub = sub.drop(columns="dtype").reset_index(drop=True)
         trace, trace_label = _trace(df, sub, dtype, metric, grid_names)

@@ -161,9 +161,9 @@ def _without(table: pd.DataFrame, fixed: Sequence[str], *, final: bool = False
 
 def _charts(meta: StudyMeta, df: pd.DataFrame, picks: list[Any], metric: str,
             ceilings: Ceilings | None) -> tuple[list[FootprintCurve], Roofline | None]:
-    """The footprint curves (dtypes with two footprints or more) and the roofline of the
-    study's winners (when its GPU has ceilings or physical bounds); none of a study
-    without trials, by the same path."""
+    """The footprint curves (dtypes with two footprints or more, a problem of a cache mode
+    at each) and the roofline of the study's winners (when its GPU has ceilings or
+    physical bounds); none of a study without trials, by the same path."""
     bounds = Bounds.from_json(meta.bounds) if meta.bounds else None
     curves = footprint_curves(
         df, picks, metric, kernel=meta.kernel, gpu=meta.gpu,
