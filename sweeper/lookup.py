@@ -705,8 +705,9 @@ def _problem_of(entry: TuningEntry, asked: Mapping[str, int], *, by_dims: bool
 
 def describe(config: TunedConfig) -> str:
     """One line: the launch config, the kernel's headline rate where it was tuned (and
-    that it was measured warm, the L2 not flushed, where it was), and how far that is
-    from the problem asked for."""
+    that it was measured warm, the L2 not flushed, where it was), how far that is
+    from the problem asked for, and where the entry is its problem's sweep's best for
+    now (its note: the interleaved final has not run yet), that, as its export said."""
     meta = " ".join(f"{k}={v}" for k, v in config.meta.items())
     tuned_at = Problem(config.dtype, config.footprint, tuple(config.dims.items())).describe()
     if config.asked_footprint is not None:      # measured shrunk (the interpreter's cap)
@@ -722,10 +723,12 @@ def describe(config: TunedConfig) -> str:
     warps = f" (num_warps={config.num_warps})" if launches_warps(config.identity) else ""
     grids = "".join(f" {axis}={getattr(config, axis)} ({text})" for axis, text in
                     (("grid_y", config.grid_y_expr), ("grid_z", config.grid_z_expr)) if text)
+    for_now = f"; the sweep's best for now: {config.note}" if config.note else ""
     return (f"{kernel} {config.dtype} on {config.gpu}: grid={config.grid} "
             f"({config.grid_expr}){grids} block={config.block}{warps} {meta}; "
             f"tuned{warm} at {tuned_at} ({near}): median {config.median_ms:.4g} ms, "
             f"{config.rate:.4g} {config.headline.unit} (study {config.study})"
+            f"{for_now}"
             f"{'; STALE: tuned for an earlier source of the kernel' if config.stale else ''}")
 
 

@@ -91,6 +91,11 @@ def test_a_final_that_later_trials_outdate_no_longer_chooses(small_space, tmp_pa
     assert entry["chosen_by"] == "sweep median" and entry["note"] == UNFINISHED
     assert main(["export", str(store.root), "-o", str(tmp_path / "t2.json")]) == 0
     assert f"(sweep median); {UNFINISHED}" in capsys.readouterr().out
+    # what a launch gets there says it is the sweep's best for now, as the export did
+    monkeypatch.setenv("SWEEPER_TUNING", str(tmp_path / "t2.json"))
+    assert main(["tuned", "copy", "--footprint", "4KiB", "--gpu", entry["gpu"]]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(
+        f"(study {entry['study']}); the sweep's best for now: {UNFINISHED}")
     write_report(store, draw=False)
     assert (f"**float32 4KiB cold** ends with the sweep's best for now: {UNFINISHED}."
             in (store.root / "report.md").read_text())
