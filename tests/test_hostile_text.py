@@ -25,6 +25,7 @@ from sweeper.store import StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
 from tests.test_export_triton import load
 from tests.test_export_triton import study as triton_study
+from tests.test_plots import BOUNDS
 from tests.test_report import TRIALS, copy_study
 
 HOSTILE_NAMES = ['x"""\nimport os; os.system("echo pwned")\n"""', "x'''\n'''", "tail\\",
@@ -129,6 +130,36 @@ def test_report_md_shows_hostile_text_as_text(tmp_path):
         cells = {len(x.replace("\\|", "").split("|")) for x in lines}
         assert len(cells) <= 1, table
     assert r"a\|b c\\x1b\[31m \<script>x\</script> \[click\]" in md     # the reason, as text
+
+
+def test_compare_tuned_and_roofline_print_a_hand_edited_study_s_text_as_text(
+        tmp_path, capsys, monkeypatch):
+    """``sweeper compare`` names each study's device, ``sweeper tuned`` the GPU and study
+    an entry came from, ``sweeper roofline`` the GPU and studies: text a hand-edited
+    study.json (or a tuning file from elsewhere) holds, printed as its escapes, as
+    ``sweeper export`` prints it."""
+    ours = StudyStore(copy_study(tmp_path / "a").root)
+    theirs = hostile_study(tmp_path, "r", "st\x1b]0;title\x07", "copy", "GPU\x1b[2J")
+    meta = json.loads((theirs.root / "study.json").read_text())
+    meta["fingerprint"]["gpu"] = "GPU\x1b[2J"
+    (theirs.root / "study.json").write_text(json.dumps(meta))
+    assert main(["compare", str(ours.root), str(theirs.root)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "B on GPU\\x1b[2J: each ratio" in out
+    tuning = tmp_path / "tuning.json"
+    assert main(["export", str(theirs.root), "-o", str(tuning)]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("SWEEPER_TUNING", str(tuning))
+    assert main(["tuned", "copy", "--footprint", "1GiB", "--gpu", "GPU\x1b[2J"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "on GPU\\x1b[2J: grid=" in out
+    assert "(study st\\x1b]0;title\\x07)" in out
+    meta["bounds"] = BOUNDS.to_json()               # so that `sweeper roofline` has roofs
+    (theirs.root / "study.json").write_text(json.dumps(meta))
+    assert main(["roofline", str(theirs.root), "-o", str(tmp_path / "roof.png")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and out.startswith("roofline of GPU\\x1b[2J: 1 winner")
+    assert "(#4, st\\x1b]0;title\\x07): " in out
 
 
 def test_report_html_shows_hostile_text_as_text(tmp_path):

@@ -52,16 +52,19 @@ def cmd_roofline(args: argparse.Namespace) -> int:
         print(f"sweeper: nothing to place on the roofline of {roof.gpu}: no study of it "
               "measured a config", file=sys.stderr)
         return EXIT_NOTHING_MEASURED
-    print(f"roofline of {roof.gpu}: {counted(len(roof.points) + len(roof.beside), 'winner')} "
-          f"of {counted(len(stores), 'study', 'studies')}; roofs ({roof.key}): "
-          + "; ".join(f"{r.name}{'' if r.calibrated else ' (physical)'}" for r in roof.roofs))
+    # the GPU's, the studies' and kernels' names as their study.json files have them
+    print(printable(f"roofline of {roof.gpu}: "
+                    f"{counted(len(roof.points) + len(roof.beside), 'winner')} of "
+                    f"{counted(len(stores), 'study', 'studies')}; roofs ({roof.key}): "
+                    + "; ".join(f"{r.name}{'' if r.calibrated else ' (physical)'}"
+                                for r in roof.roofs)))
     for _, p in roof.points.iterrows():
-        print(f"{p['kernel']} {p['problem']} (#{p['number']}, {p['study']}): "
-              f"{p['intensity']:.4g} FLOP/B, {p['flop_s'] / 1e12:.4g} TFLOP/s, "
-              f"{p['pct_roof']:.1f}% of the roof ({p['roof']})"
-              + (f": {p['above']}" if p["above"] else ""))
+        print(printable(f"{p['kernel']} {p['problem']} (#{p['number']}, {p['study']}): "
+                        f"{p['intensity']:.4g} FLOP/B, {p['flop_s'] / 1e12:.4g} TFLOP/s, "
+                        f"{p['pct_roof']:.1f}% of the roof ({p['roof']})"
+                        + (f": {p['above']}" if p["above"] else "")))
     for line in roof.beside:
-        print(line)
+        print(printable(line))
     for path in draw_roofline(roof, paths):
         print(f"wrote {path}")
     return 0
@@ -171,9 +174,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                             storage=args.storage)) for name, _, _ in refs]
     rows, notes = compare(stores[0], stores[1], numbers[0], numbers[1], max_noise,
                           threshold)
-    for note in notes:
-        print(note)
-    print(format_rows(rows))
+    for line in [*notes, *format_rows(rows).splitlines()]:
+        print(printable(line))          # a device's name as a hand-edited study.json has it
     return 0
 
 
@@ -200,10 +202,10 @@ def cmd_tuned(args: argparse.Namespace) -> int:
             raise SweeperError(f"--footprint: {args.footprint!r} is not a footprint; allowed: "
                                "a positive size (e.g. 256MiB)")
     gpu = args.gpu or current_gpu()
-    print(describe(Tuning(args.tuning).config(      # tuned()'s lookup, saying --gpu
+    print(printable(describe(Tuning(args.tuning).config(  # tuned()'s lookup, saying --gpu
         args.kernel, dtype=dtype, footprint=footprint, dims=dims, gpu=gpu,
         gpu_option=None if args.gpu else "--gpu {!r}", cache=args.cache,
-        cache_option="--cache {}")))
+        cache_option="--cache {}"))))         # names from a tuning file made elsewhere
     return 0
 
 
