@@ -78,9 +78,14 @@ class ProgressReporter:
         self._compiles = ""
         self._rounds = self._round = self._final = self._problems = 0
         self._ran = 0                # rounds run by the finals already done
+        #: the trial of the highest rate in the headline's unit: the sweep's best is by its
+        #: score (GB/s where a kernel moves bytes), which across a matmul's shapes is
+        #: another trial than the highest TFLOP/s
+        self._best: TrialRecord | None = None
 
     def start(self, total: int, done: int, best: TrialRecord | None = None) -> None:
         self._total, self._done = total, done
+        best = self._best = self._higher(best)
         if self._notebook is None:
             self._progress.start()
         # a resumed study's bar starts at its kept trials and their best, and says
@@ -97,12 +102,19 @@ class ProgressReporter:
         worker process was killed from outside) leaves the count as it was: the trial
         that measures its config again counts it."""
         last = self._rate(record) if record.ok else outcome_label(record)
+        best = self._best = self._higher(best, record)
         advance = 0 if record.retry else 1
         self._done += advance
         assert self._task is not None, "start() comes before the first trial"
         self._progress.update(self._task, advance=advance, left=f"best {self._rate(best)}",
                               right=f"last {last}", compiles=self._compiles)
         self._draw(force=self._done >= self._total)
+
+    def _higher(self, *trials: TrialRecord | None) -> TrialRecord | None:
+        """Of the best so far and ``trials``, the ``ok`` one of the highest rate in the
+        headline's unit (the first of equals), or None."""
+        ok = [t for t in (self._best, *trials) if t is not None and t.ok]
+        return max(ok, key=lambda t: t.rate(self._headline), default=None)
 
     def _rate(self, record: TrialRecord | None) -> str:
         """``record``'s rate in the headline's unit, ``–`` where there is none."""

@@ -123,3 +123,25 @@ def kill_trial(study: Path, number: int) -> None:
               and json.loads(line).get("number") == number)
     lines[at] = json.dumps(killed_from_outside(record).to_json(), separators=(",", ":"))
     journal.write_text("\n".join(lines) + "\n")
+
+
+def matmul_shapes(folder: Path, tables: list[str], shapes: list[tuple[int, int, int]]
+                  ) -> tuple[Path, Path]:
+    """A replay table of recorded bf16 matmul tables of one shape each (under
+    ``benchmarks/tables``, all over ``benchmarks/spaces/matmul-odd.yaml``'s configs) and
+    that space with ``shapes`` (M, N, K), in the tables' order, zipped: a study of
+    several shapes on the recorded H200."""
+    lines: list[str] = []
+    for i, name in enumerate(tables):
+        text = (ROOT / "benchmarks" / "tables" / name).read_text().splitlines()
+        body = [line for line in text if not line.startswith("#")]
+        lines += ([line for line in text if line.startswith("#")] + body[:1] if i == 0
+                  else []) + body[1:]
+    table = folder / "shapes.csv"
+    table.write_text("\n".join(lines) + "\n")
+    m, n, k = ([s[i] for s in shapes] for i in range(3))
+    space = folder / "shapes.yaml"
+    zipped = f"  shape: {{zip: {{M: {m}, N: {n}, K: {k}}}}}\n"
+    space.write_text((ROOT / "benchmarks" / "spaces" / "matmul-odd.yaml").read_text().replace(
+        "  M: [3000]\n  N: [5000]\n  K: [1000]\n", zipped))
+    return table, space

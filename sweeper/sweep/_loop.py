@@ -397,7 +397,10 @@ class Sweep:
         total = planned if self.max_trials is None else min(planned, self.max_trials)
         # the bar counts the valid configs measured, or the trial budget where it is less
         shown = measured if total < planned else measured - budgets.outside
-        self.reporter.start(total=total, done=min(shown, total), best=summary.best)
+        # the bar's best is in the kernel's headline unit: across a matmul's shapes the
+        # highest TFLOP/s is another trial than the highest score (GB/s)
+        self.reporter.start(total=total, done=min(shown, total), best=max(
+            (t for t in kept if t.ok), key=lambda t: t.rate(self.kernel.headline), default=None))
         for t in done.values():
             bench.note_best(t)
         def named(config: dict[str, str]) -> dict[str, str]:

@@ -18,10 +18,13 @@ class Reporter(Protocol):
 
     def start(self, total: int, done: int, best: TrialRecord | None = None) -> None:
         """The sweep begins: ``total`` trials it may measure, ``done`` of them already in
-        the journal (a resumed study), ``best`` the fastest of those, if any."""
+        the journal (a resumed study), ``best`` the one of those of the highest rate in
+        the kernel's headline unit, if any."""
 
     def trial(self, record: TrialRecord, best: TrialRecord | None) -> None:
-        """A trial was measured and kept; ``best`` is the fastest so far, if any."""
+        """A trial was measured and kept; ``best`` is the best so far by the search's
+        score (:attr:`~sweeper.store.TrialRecord.score`), if any: a display of the
+        kernel's headline rate keeps its own best, as across problems the two differ."""
 
     def compiling(self, built: int, waiting: int) -> None:
         """The compile pool has ``built`` binaries so far and ``waiting`` compiles queued
