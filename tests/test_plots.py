@@ -25,6 +25,7 @@ from sweeper.report._roofline import Winner
 from sweeper.space import Config, Problem, format_size, parse_size
 from sweeper.store import ProblemKey, StudyStore, TrialRecord
 from sweeper.trial import TrialStatus
+from tests.api_fixtures import matmul_shapes
 from tests.test_report import replayed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -271,21 +272,10 @@ def test_shapes_that_share_a_footprint_draw_no_curve(tmp_path):
     each) are two problems at one x: their rates are no function of the footprint, so no
     curve joins them (it drew a vertical step, and the dotted config at 128 MiB was the
     other shape's rate)."""
-    tables = ROOT / "benchmarks" / "tables"
-    lines: list[str] = []
-    for i, name in enumerate(["h200-matmul-short-k.csv", "h200-matmul-k256.csv",
-                              "h200-matmul-8k-cool.csv"]):
-        text = (tables / name).read_text().splitlines()
-        body = [line for line in text if not line.startswith("#")]
-        lines += ([line for line in text if line.startswith("#")] + body[:1] if i == 0
-                  else []) + body[1:]
-    table = tmp_path / "shapes.csv"
-    table.write_text("\n".join(lines) + "\n")
-    space = (ROOT / "benchmarks" / "spaces" / "matmul-odd.yaml").read_text()
-    space = space.replace("  M: [3000]\n  N: [5000]\n  K: [1000]\n", "  shape: {zip: {M: "
-                          "[2048, 8192, 8192], N: [8192, 8192, 8192], K: [1024, 256, 8192]}}\n")
-    (tmp_path / "shapes.yaml").write_text(space)
-    store = replayed(table, tmp_path / "shapes.yaml", tmp_path / "st")
+    table, space = matmul_shapes(
+        tmp_path, ["h200-matmul-short-k.csv", "h200-matmul-k256.csv", "h200-matmul-8k-cool.csv"],
+        [(2048, 8192, 1024), (8192, 8192, 256), (8192, 8192, 8192)])
+    store = replayed(table, space, tmp_path / "st")
     tables = study_tables(store)
     assert list(tables.picks["problem"]) == [
         "bfloat16 M=2048 N=8192 K=1024 cold", "bfloat16 M=8192 N=8192 K=256 cold",
