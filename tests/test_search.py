@@ -1058,6 +1058,32 @@ def test_an_abandoned_config_is_told_to_the_sampler_as_slow_not_as_failed(tmp_pa
     assert study.trials[-1].value == slow.gbps
 
 
+def test_beyond_noise_compares_trials_of_two_problems_by_their_rates():
+    """Patience restarts on a trial beyond noise of the best; a space over several
+    problems compares trials of different sizes, whose medians differ by the problems'
+    work: a trial at twice the small problem's rate was within noise of it by their
+    times (10 ms against 1 ms), and any trial of a smaller problem beat a larger one's."""
+    from sweeper.measure import summarize
+    from sweeper.store import TrialRecord
+    from sweeper.sweep._budget import beyond_noise
+
+    def trial(n: int, footprint: int, ms: float) -> TrialRecord:
+        samples = [ms * (1 + 0.001 * (i % 5)) for i in range(30)]
+        stats = summarize(samples)
+        return TrialRecord(number=n, status=TrialStatus.OK, choice={"BLOCK": "1024"},
+                           config=Config(Problem("float32", footprint), grid=1, block=128,
+                                         meta={"BLOCK": 1024}),
+                           samples_ms=samples, stats=stats,
+                           gbps=2 * footprint / stats.median / 1e6)
+
+    small, large = trial(0, 1 << 20, 1.0), trial(1, 20 << 20, 10.0)   # twice the rate
+    assert large.score > 1.9 * small.score
+    assert beyond_noise(small, large) and not beyond_noise(large, small)
+    slower_small = trial(2, 1 << 20, 1.01)                  # one problem: by their times
+    assert beyond_noise(slower_small, small) and not beyond_noise(small, slower_small)
+    assert not beyond_noise(small, trial(3, 1 << 20, 1.0))
+
+
 def test_budget_patience_and_target(tmp_path):
     from sweeper.ceilings import Ceilings
 

@@ -426,10 +426,16 @@ def _alike(seen: list[TrialRecord], record: TrialRecord) -> list[TrialRecord] | 
 
 
 def beyond_noise(old: TrialRecord | None, new: TrialRecord) -> bool:
-    """Is ``new`` faster than ``old`` by more than their medians' CIs allow?"""
+    """Is ``new`` faster than ``old`` by more than their medians' CIs allow?  Compared on
+    the search's score (a rate, the inverse of a median times its problem's work), each
+    median's interval scaled to it: the trials of a space over several problems (shapes,
+    footprints) have medians of different problems, which their times cannot compare;
+    within one problem this is the times' comparison."""
     if old is None or not old.stats or not new.stats:
         return True
-    return new.stats.bounds()[1] < old.stats.bounds()[0]
+    new_lo = new.score * new.stats.median / new.stats.bounds()[1]
+    old_hi = old.score * old.stats.median / old.stats.bounds()[0]
+    return new_lo > old_hi
 
 
 def best_of(trials: list[TrialRecord]) -> TrialRecord | None:
