@@ -162,6 +162,24 @@ def test_compare_tuned_and_roofline_print_a_hand_edited_study_s_text_as_text(
     assert "(#4, st\\x1b]0;title\\x07): " in out
 
 
+def test_report_pictures_draw_a_hand_edited_gpu_name_as_its_characters(tmp_path):
+    """A GPU name a study file was edited to hold, with TeX's ``$^$`` and ESC, goes into
+    the heatmaps' titles: matplotlib read it as math text and the report stopped with a
+    ParseSyntaxException; every title is drawn as the characters it holds."""
+    from matplotlib.text import Text
+
+    from sweeper.report._draw import plain_text, subplots
+
+    store = hostile_study(tmp_path, "reason", "st", "copy", "GPU $^$ \x1b[2J")
+    written = write_report(store, draw=True)
+    assert written.markdown.exists() and list((store.root / "heatmaps").glob("*.png"))
+    fig, ax = subplots(figsize=(3.0, 2.0))
+    ax.set_title("GPU $^$ \x1b[2J\nsecond line")
+    plain_text(fig)
+    assert ax.get_title() == "GPU $^$ \\x1b[2J\nsecond line"
+    assert not any(t.get_parse_math() for t in fig.findobj(Text))
+
+
 def test_report_html_shows_hostile_text_as_text(tmp_path):
     hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)> &amp; ]]> <!--"
     store = hostile_study(tmp_path, hostile, "st<u>", "copy\"'<x>", "GPU <img src=x>")

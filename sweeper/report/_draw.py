@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sweeper.escape import printable
 from sweeper.fsio import atomic_write
 from sweeper.report._footprint import FootprintCurve
 from sweeper.report._heatmaps import HeatmapData, cell_text
@@ -130,9 +131,27 @@ def subplots(*grid: int, figsize: tuple[float, float], **options: Any) -> tuple[
     return fig, fig.subplots(*grid, **options)
 
 
+def plain_text(fig: Any) -> None:
+    """Draw each text of ``fig`` as the characters it holds: its control characters as
+    their escapes (:func:`~sweeper.escape.printable`, which the report's tables use too)
+    and ``$`` as a dollar sign, never TeX.  Titles, labels and cells carry names from
+    the study (a GPU's, a kernel's, a problem's), and a GPU name a study file was edited
+    to hold, ``$^$``, stopped the report with matplotlib's math-text ParseSyntaxException,
+    where ESC drew as a missing glyph."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        shown = text.get_text()
+        if not shown.isprintable():
+            text.set_text("\n".join(printable(line) for line in shown.split("\n")))
+
+
 def save_figure(fig: Any, paths: Sequence[Path]) -> list[Path]:
     """Write ``fig`` to each of ``paths`` in the format its suffix names (each file whole
-    or not at all).  PNGs at :data:`DPI`."""
+    or not at all).  PNGs at :data:`DPI`.  Every text is drawn as the characters it
+    holds (:func:`plain_text`)."""
+    plain_text(fig)
     fig.tight_layout()
     # tight_layout leaves a placeholder layout engine, for which every savefig first lays
     # the whole figure out again (its text measured twice); the layout is done
