@@ -518,6 +518,15 @@ def test_a_journal_without_study_json_is_refused_not_adopted(tmp_path, monkeypat
     ('{"study": "s", "kernel": 3}', "kernel is 3, not str"),
     ('{"study": "s", "kernel": "copy", "environment": []}', "environment is [], not dict"),
     ('{"study": "s", "kernel": "copy", "axes": {"grid": 1}}', "axes is {'grid': 1}, not dict"),
+    # the entries of the environment an export or a report reads, each of its type
+    ('{"study": "s", "kernel": "copy", "environment": {"sms": "two"}}',
+     "environment: sms is 'two', not int | None"),
+    ('{"study": "s", "kernel": "copy", "environment": {"l2_bytes": "1MiB"}}',
+     "environment: l2_bytes is '1MiB', not int | None"),
+    ('{"study": "s", "kernel": "copy", "environment": {"max_footprint": "big"}}',
+     "environment: max_footprint is 'big', not int | None"),
+    ('{"study": "s", "kernel": "copy", "environment": {"recorded": 5}}',
+     "environment: recorded is 5, not dict[str, str]"),
     ('{"study": "s", "kernel": "copy", "format": 3}',
      "written in format 3 by a newer sweeper; this one reads study files of formats 1 to 2: "
      "upgrade sweeper"),

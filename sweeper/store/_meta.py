@@ -38,6 +38,33 @@ class RunBudget:
 
 
 @dataclass(frozen=True)
+class RecordedEnvironment:
+    """The entries of a study's ``environment`` (what its device's
+    :meth:`~sweeper.devices.Device.environment` gave) that reports and exports read,
+    typed: a study file is checked against them when it is read (:func:`meta_problem`),
+    so one edited by hand into another type is refused with its file, not met as a
+    traceback in the export that reads it.  ``StudyMeta.environment`` stays the object
+    as recorded: entries not named here (a device plugin's own) are kept, unchecked."""
+
+    device: str = ""
+    opened_as: str = ""
+    gpu: str = ""
+    sms: int | None = None
+    l2_bytes: int | None = None
+    #: the interpreter's cap on footprints (its problems were shrunk to it)
+    max_footprint: int | None = None
+    host: str = ""
+    driver: str = ""
+    gpu_uuid: str = ""
+    capability: str = ""
+    #: the environment variables that change what is measured, by name
+    env: dict[str, str] = field(default_factory=dict)
+    #: a replay's: its table's path, and the header of the study it recorded
+    replay_table: str = ""
+    recorded: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class StudyMeta:
     """What a study recorded about itself: its name and kernel, the command it was
     created with, the space file of its latest run and how that measured (``measure``, as
@@ -189,7 +216,11 @@ def meta_problem(meta: Any) -> str | None:
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
         return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
-    return fields_problem(StudyMeta, meta)
+    problem = fields_problem(StudyMeta, meta)
+    if problem is None and "environment" in meta:
+        problem = fields_problem(RecordedEnvironment, meta["environment"])
+        problem = problem and f"environment: {problem}"
+    return problem
 
 
 def checked_meta(meta: Any, where: Any, advice: str = "") -> dict[str, Any]:
