@@ -527,6 +527,17 @@ def test_a_journal_without_study_json_is_refused_not_adopted(tmp_path, monkeypat
      "environment: max_footprint is 'big', not int | None"),
     ('{"study": "s", "kernel": "copy", "environment": {"recorded": 5}}',
      "environment: recorded is 5, not dict[str, str]"),
+    # the entries of the other objects the report reads
+    ('{"study": "s", "kernel": "copy", "headline": "GB/s"}',
+     "headline 'GB/s' is not one of gbps, tflops"),
+    ('{"study": "s", "kernel": "copy", "bounds": {"gpu": "G", "dram": {"per_s": 1e12}}}',
+     "bounds: dram: no how, source"),
+    ('{"study": "s", "kernel": "copy", "last_run": {"gpu_busy": {"parts": "compile 3 s"}}}',
+     "last_run: gpu_busy: parts is 'compile 3 s', not dict[str, float]"),
+    ('{"study": "s", "kernel": "copy", "last_run": {"dropped": ["GPU 1"]}}',
+     "last_run: dropped[0] is 'GPU 1', not an object"),
+    ('{"study": "s", "kernel": "copy", "sampler": {"name": "oat", "baseline": {"BLOCK": 64}}}',
+     "sampler: baseline is {'BLOCK': 64}, not list[tuple[str, str]]"),
     ('{"study": "s", "kernel": "copy", "format": 3}',
      "written in format 3 by a newer sweeper; this one reads study files of formats 1 to 2: "
      "upgrade sweeper"),
