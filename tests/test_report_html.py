@@ -347,3 +347,19 @@ def test_the_trial_table_tints_as_failed_only_the_trials_that_failed(tmp_path, b
     classes = dict(seen(loaded))
     assert classes == {"0": "", "1": "", "2": "", "3": "sw-failed", "4": "",
                        "6": "sw-invalid", "7": "sw-failed"}, classes
+
+
+def test_a_cell_whose_ci_is_too_wide_to_put_a_number_on_is_drawn_hatched(tmp_path):
+    # a median a few ulps above 0 makes the CI's width over it overflow to infinity (a
+    # journal edited by hand can hold one too): its cell says so, the page is written
+    store = copy_study(tmp_path)
+    lines = store.journal_path.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"status":"ok"' in line)
+    data = json.loads(lines[at])
+    data["stats"]["rel_ci"] = float("inf")
+    lines[at] = json.dumps(data)
+    store.journal_path.write_text("\n".join(lines) + "\n")
+    page = write_report(store, draw=False).html.read_text(encoding="utf-8")
+    spreads = [cell[4] for m in data_of(page)["maps"] for row in m["cells"] for cell in row
+               if cell[4] is not None]
+    assert "∞" in spreads
