@@ -347,3 +347,40 @@ def test_the_trial_table_tints_as_failed_only_the_trials_that_failed(tmp_path, b
     classes = dict(seen(loaded))
     assert classes == {"0": "", "1": "", "2": "", "3": "sw-failed", "4": "",
                        "6": "sw-invalid", "7": "sw-failed"}, classes
+
+
+
+def infinite_ci(tmp_path) -> tuple[Any, dict]:
+    """A study whose first ok trial's CI is infinitely wide over its median (a median a
+    few ulps above 0 overflows it; a journal edited by hand can hold one), and that
+    trial's record."""
+    store = copy_study(tmp_path)
+    lines = store.journal_path.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"status":"ok"' in line)
+    data = json.loads(lines[at])
+    data["stats"]["rel_ci"] = float("inf")
+    lines[at] = json.dumps(data)
+    store.journal_path.write_text("\n".join(lines) + "\n")
+    return store, data
+
+
+def test_a_cell_whose_ci_is_too_wide_to_put_a_number_on_is_drawn_hatched(tmp_path):
+    store, _ = infinite_ci(tmp_path)
+    page = write_report(store, draw=False).html.read_text(encoding="utf-8")
+    spreads = [cell[4] for m in data_of(page)["maps"] for row in m["cells"] for cell in row
+               if cell[4] is not None]
+    assert "∞" in spreads
+
+
+def test_report_json_is_json_any_reader_parses_where_a_number_is_infinite(tmp_path):
+    # JSON has no Infinity: json.dumps writes it, and JSON.parse, jq or a strict reader
+    # refuses the whole file; a number that is not finite is null, as NaN is
+    store, data = infinite_ci(tmp_path)
+    files = write_report(store, draw=False)
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    report = json.loads(files.json.read_text(), parse_constant=refuse)
+    assert any(row.get("number") == data["number"] and row["ci_pct"] is None
+               for row in report["best"])

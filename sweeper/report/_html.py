@@ -156,6 +156,12 @@ def _value(value: Any) -> Any:
     return str(value)
 
 
+def _spread(pct: float) -> int | str:
+    """A wide CI's ± in % as its cell says it: whole percent, or ``∞`` for one too wide to
+    put a number on (its width over a median a few ulps above 0 overflows)."""
+    return round(pct) if math.isfinite(pct) else "∞"
+
+
 def _map(m: HeatmapData) -> dict[str, Any]:
     """A heatmap as the script draws it: labels, each cell's rate, text, mark and trial,
     and for a cell whose CI is wide (:attr:`HeatmapData.wide`) its ± in % (hatched)."""
@@ -168,7 +174,7 @@ def _map(m: HeatmapData) -> dict[str, Any]:
     spread = m.ci_pct.to_numpy(dtype=float) if m.ci_pct is not None else None
     cells = [[[_value(v), _value(n), fmt_rate(v) if math.isfinite(v) else notes[i, j],
                won[i, j] if won is not None and math.isfinite(v) else "",
-               round(float(spread[i, j])) if spread is not None and wide[i, j] else None]
+               _spread(spread[i, j]) if spread is not None and wide[i, j] else None]
               for j, (v, n) in enumerate(zip(values[i], numbers[i], strict=True))]
              for i in range(values.shape[0])]
     best = m.best

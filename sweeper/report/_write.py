@@ -209,7 +209,8 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
         files.left = shown.left
     t2 = time.perf_counter()
     maps = {m.name for m in tables.heatmaps}
-    atomic_write(files.json, json.dumps(_report_json(tables), indent=2, default=_jsonable) + "\n")
+    atomic_write(files.json, json.dumps(_finite(_report_json(tables)), indent=2,
+                                        default=_jsonable) + "\n")
     atomic_write(files.markdown, markdown(tables, [p for p in files.images if p.stem in maps]))
     atomic_write(files.html, html_page(tables))
     # the plotting library's import is the report's, not its first picture's: counted
@@ -221,7 +222,20 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
 
 
 def _jsonable(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else str(value)
+    return _finite(value.item()) if hasattr(value, "item") else str(value)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each number that is not finite ``null``: JSON has no NaN or
+    Infinity, and a file holding one (as ``json.dumps`` writes them) is refused whole by
+    JSON.parse, jq and every strict reader."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 #: Columns of counts: a whole number in JSON, though a column with a gap is float in pandas.

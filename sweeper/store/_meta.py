@@ -18,6 +18,7 @@ from typing import Any
 
 from sweeper.core._model import GRID_EXTENTS
 from sweeper.errors import StudyError
+from sweeper.kernels import Headline
 from sweeper.store._schema import FORMAT, decode, fields_problem, format_problem, json_type
 from sweeper.store._upgrade import upgraded_meta
 
@@ -35,6 +36,118 @@ class RunBudget:
     target: float | None = None
     #: measured trials without an improvement beyond noise that end the search
     patience: int | None = None
+
+
+@dataclass(frozen=True)
+class RecordedEnvironment:
+    """The entries of a study's ``environment`` (what its device's
+    :meth:`~sweeper.devices.Device.environment` gave) that reports and exports read."""
+
+    device: str = ""
+    opened_as: str = ""
+    gpu: str = ""
+    sms: int | None = None
+    l2_bytes: int | None = None
+    #: the interpreter's cap on footprints (its problems were shrunk to it)
+    max_footprint: int | None = None
+    host: str = ""
+    driver: str = ""
+    gpu_uuid: str = ""
+    capability: str = ""
+    #: the environment variables that change what is measured, by name
+    env: dict[str, str] = field(default_factory=dict)
+    #: a replay's: its table's path, and the header of the study it recorded
+    replay_table: str = ""
+    recorded: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KeptBound:
+    """One of the GPU's physical bounds as ``study.json``'s ``bounds`` keeps it
+    (:meth:`~sweeper.bounds.Bounds.to_json`)."""
+
+    per_s: float
+    how: str
+    source: str
+
+
+@dataclass(frozen=True)
+class KeptBounds:
+    """The GPU's physical bounds as ``study.json`` keeps them, each read back by
+    :meth:`~sweeper.bounds.Bounds.from_json`."""
+
+    gpu: str
+    l2_bytes: int = 0
+    dram: KeptBound | None = None
+    sm_path: KeptBound | None = None
+    flops: dict[str, KeptBound] = field(default_factory=dict)
+    absent: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KeptBusy:
+    """How busy the last run kept its GPUs, as :meth:`~sweeper.busy.Busy.to_json` keeps
+    it and the report words it again."""
+
+    label: str = "gpu"
+    gpus: int = 1
+    share: float = 0.0
+    trials_share: float = 0.0
+    wall_s: float = 0.0
+    timed_s: float = 0.0
+    warmup_s: float = 0.0
+    finals_s: float = 0.0
+    finals_wall_s: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KeptDrop:
+    """A GPU the last run dropped: the line the report shows of it."""
+
+    line: str
+
+
+@dataclass(frozen=True)
+class KeptLastRun:
+    """The entries of ``study.json``'s ``last_run`` that the report and ``plan`` read."""
+
+    stopped_by: str = ""
+    measured: int = 0
+    wall_s: float | None = None
+    sweep_s: float | None = None
+    command: str = ""
+    dropped: list[KeptDrop] = field(default_factory=list)
+    timing: list[str] = field(default_factory=list)
+    gpu_busy: KeptBusy | None = None
+
+
+@dataclass(frozen=True)
+class KeptSampler:
+    """A sampler as ``study.json`` keeps it (:func:`sweeper.study.sampler_json`)."""
+
+    name: str = ""
+    seed: int = 0
+    #: one-at-a-time's baseline config: (axis, label) pairs
+    baseline: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KeptEntries:
+    """The shapes inside ``study.json``'s objects that its readers use, checked when the
+    file is read (:func:`meta_problem`) besides :class:`StudyMeta`'s own fields: a study
+    file edited by hand into another type there is refused with its file and what is
+    allowed, not met as a traceback in the report or export that reads it.  The
+    :class:`StudyMeta` fields stay the objects as recorded, so their entries not named
+    here (a device plugin's own environment) are kept as they are, unchecked."""
+
+    #: checked as the current format has it (an older file's is filled in first)
+    headline: Headline = Headline.GBPS
+    environment: RecordedEnvironment = field(default_factory=RecordedEnvironment)
+    bounds: KeptBounds | None = None
+    sampler: KeptSampler = field(default_factory=KeptSampler)
+    samplers: list[KeptSampler] = field(default_factory=list)
+    last_run: KeptLastRun = field(default_factory=KeptLastRun)
 
 
 @dataclass(frozen=True)
@@ -189,7 +302,9 @@ def meta_problem(meta: Any) -> str | None:
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
         return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
-    return fields_problem(StudyMeta, meta)
+    # the entries as the current format has them: a copy upgraded, the file's left as read
+    return fields_problem(StudyMeta, meta) or fields_problem(KeptEntries,
+                                                             upgraded_meta(dict(meta)))
 
 
 def checked_meta(meta: Any, where: Any, advice: str = "") -> dict[str, Any]:
