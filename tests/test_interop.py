@@ -169,6 +169,28 @@ def test_parquet_holds_every_trial_typed_with_its_raw_samples(mixed, capsys):
     assert long["samples_ms"].notna().sum() == 4 * 50
 
 
+def test_parquet_of_a_journal_edited_past_64_bit_integers_is_written(mixed, capsys):
+    """A trial line edited by hand to a number past 2**63 is set aside as no trial's,
+    with its line; a count past it (``outliers: 1e308``) is kept as text: the export
+    stopped with an OverflowError in either."""
+    journal = mixed.path / "trials.jsonl"
+    lines = journal.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith('{"status":"ok"'))
+    edited = json.loads(lines[at])
+    edited["stats"]["outliers"] = 1e308
+    lines[at] = json.dumps(edited)
+    lines.append(json.dumps({**edited, "number": 10**20}))
+    journal.write_text("\n".join(lines) + "\n")
+    assert main(["export", str(mixed.path), "--format", "parquet"]) == 0
+    out, err = capsys.readouterr()
+    parquet = mixed.path / "trials.parquet"
+    assert out.strip() == f"wrote 8 trials with their raw samples to {parquet}"
+    assert (f"{journal}:{len(lines)}: trial record: number 100000000000000000000 is no "
+            "trial's number (0 to 2**63 - 1); set aside") in err
+    back = pd.read_parquet(parquet)
+    assert back["outliers"].dtype == "string" and "1e+308" in set(back["outliers"])
+
+
 def test_a_trial_ruled_out_is_sized_as_the_problem_measured_not_half_asked(
         tmp_path, monkeypatch):
     """The interpreter measures rows=64 cols=1000 as rows=16 cols=255: the config the

@@ -94,10 +94,12 @@ def _typed(df: pd.DataFrame, numeric: list[str]) -> pd.DataFrame:
 
 
 def _integers_or_text(column: pd.Series) -> pd.Series:
-    """Nullable integers where every present value is a whole number, else the labels as
-    text (an axis of expressions such as ``grid: [sms, "cdiv(n, BLOCK)"]`` stays text)."""
+    """Nullable integers where every present value is a whole number that a 64-bit
+    integer holds, else the labels as text (an axis of expressions such as ``grid: [sms,
+    "cdiv(n, BLOCK)"]`` stays text, as does a count a journal edited by hand holds past
+    2**63, which stopped the parquet export with an OverflowError)."""
     present = [v for v in column if not blank(v)]
-    if all(_whole(v) for v in present):
+    if all(_whole(v) and -2**63 <= int(v) < 2**63 for v in present):
         return column.map(lambda v: None if blank(v) else int(v)).astype("Int64")
     return column.map(lambda v: None if blank(v) else str(v)).astype("string")
 

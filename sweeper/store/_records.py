@@ -141,7 +141,10 @@ class TrialRecord(TrialResult, Record):
         (no control character: every table, file and terminal shows them as they are),
         a source hash a kernel could have (which sources count: :class:`~sweeper.winners.Sources`),
         samples as many as their statistics count, an ``ok`` trial has a config and
-        a median, and only a crashed one is measured again (``retry``)."""
+        a median, and only a crashed one is measured again (``retry``); its number one
+        that tables and Optuna keep (0 to 2**63 - 1)."""
+        if not 0 <= data["number"] < 2**63:
+            return f"number {show(data['number'])} is no trial's number (0 to 2**63 - 1)"
         for axis, label in data["choice"].items():
             if CONTROL.search(axis):
                 return f"choice: axis {show(axis)} holds a control character"
