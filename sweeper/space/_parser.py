@@ -620,7 +620,8 @@ class _Parser:
     def order(self, axes: list[Axis]) -> tuple[str, ...]:
         """Axis names in an order where each expression's names come first."""
         axis_names = {a.name for a in axes} - set(TEXT_AXES)
-        known, grid_known = self.known_names(axes), self.grid_names(axes)
+        known = self.known_names(axes)
+        grid_known = self.grid_names(known)
         sizes = {a.name for a in axes if a.name in ("footprint", *self.shape.names)}
         derived = set(known) - axis_names - set(FACT_NAMES[:2]) - {"itemsize"}
         deps: dict[str, set[str]] = {name: set() for name in TEXT_AXES}
@@ -1013,12 +1014,12 @@ class _Parser:
         return sorted({a.name for a in axes} - set(TEXT_AXES) | set(FACT_NAMES) |
                       {"footprint", *self.shape.names})
 
-    def grid_names(self, axes: list[Axis]) -> list[str]:
-        """Names a grid's expression (``grid``, ``grid_y``, ``grid_z``) may read: those of
-        :meth:`known_names`, and the block's extents in y and z where the kernel's launch
+    def grid_names(self, known: list[str]) -> list[str]:
+        """Names a grid's expression (``grid``, ``grid_y``, ``grid_z``) may read: ``known``
+        (:meth:`known_names`), and the block's extents in y and z where the kernel's launch
         has them (CUDA C's ``block_size_y``, ``block_size_z``), at 1 where no axis sweeps
         them, as each compile defines them and Kernel Tuner's grid divisors read them."""
-        return sorted({*self.known_names(axes), *self.kernel_cls.launch_shape.extent_names})
+        return sorted({*known, *self.kernel_cls.launch_shape.extent_names})
 
     def kernel_options(self, value: Any, kernel: type[KernelDeclaration], *,
                        checked: bool = True) -> tuple[tuple[str, str], ...]:
