@@ -949,6 +949,33 @@ def test_a_sweeper_cuda_kernel_with_a_meta_parameter_sweeper_defines_is_refused(
                                         "block_size_x itself")
 
 
+def test_a_cuda_grid_reading_block_size_x_is_told_to_read_block(cu_space, capsys):
+    """A Kernel Tuner user's grid (``grid_div_x``'s ``block_size_x``) in a CUDA C space:
+    every compile defines ``block_size_x`` and a grid reads ``block_size_y`` as it is, so
+    the refusal says the block is read as ``block`` here and gives the grid so written,
+    where "unknown name" would deny the define; the space form and the Python form alike."""
+    grid = "  grid: ['cdiv(n, block_size_x * VEC)']\n"
+    path = cu_space(space_text().replace("  VEC: [1, 4]\n", "  VEC: [1, 4]\n" + grid))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    said = ("'cdiv(n, block_size_x * VEC)' reads block_size_x, which each compile defines for "
+            "the kernel's source (blockDim.x) but an expression reads as block, the axis it is "
+            "swept as; block_size_y and block_size_z keep Kernel Tuner's names: write "
+            "'cdiv(n, block * VEC)'")
+    assert capsys.readouterr().err == f"{path}:12: params.grid[0]: {said}\n"
+    path = cu_space(space_text().replace("footprint: [4KiB]\n", "footprint: [4KiB]\n"
+                                         "constraints: ['block_size_x * VEC <= 512']\n"))
+    assert main(["plan", str(path), "--device", "interpret"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "constraints[0]: 'block_size_x * VEC <= 512' reads block_size_x, which each compile "
+        "defines for the kernel's source (blockDim.x) but an expression reads as block, the "
+        "axis it is swept as: write 'block * VEC <= 512'\n")
+    launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"])
+    with pytest.raises(sweeper.SweeperError) as raised:
+        sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 4},
+                       grid="cdiv(n, block_size_x * VEC)", reference=lambda src: src.clone())
+    assert str(raised.value) == f"kernel copy: grid={said}"
+
+
 def test_nvrtc_options_are_every_compile_s_its_cache_key_s_and_its_source_s(
         cu_space, tmp_path, monkeypatch):
     """``nvrtc_options`` (Kernel Tuner's ``compiler_options``) go to every compile, after

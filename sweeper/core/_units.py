@@ -88,13 +88,40 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     return f"; did you mean {name!r}?" if name is not None else ""
 
 
-def unknown_name(expr: Expr, known: Sequence[str]) -> str | None:
+def defined_as(expr: Expr, word: str, known: Sequence[str], kept: Sequence[str]
+               ) -> str | None:
+    """Where ``word``, a name ``expr`` reads that ``known`` lacks, is one a CUDA C kernel's
+    compile defines under Kernel Tuner's name (:data:`KERNEL_TUNER_NAMES`:
+    ``-Dblock_size_x``, the block) while expressions read it as sweeper's axis: what to
+    write instead, ``expr`` with the name replaced, else ``None``.  A Kernel Tuner user
+    reads ``block_size_x`` in the source and ``block_size_y`` among the known names, so
+    "unknown name" alone would deny what the compile does define; ``kept``, the Kernel
+    Tuner names an expression reads as they are (the block's extents in y and z), are
+    said where ``known`` has them."""
+    ours = KERNEL_TUNER_NAMES.get(word)
+    if ours not in known:
+        return None
+    same = [name for name in kept if name in known]
+    also = f"; {' and '.join(same)} keep Kernel Tuner's names" if same else ""
+    written = re.sub(rf"\b{word}\b", ours, expr.text)
+    return (f"{quoted(expr.text)} reads {word}, which each compile defines for the "
+            f"kernel's source (blockDim.x) but an expression reads as {ours}, the axis it "
+            f"is swept as{also}: write {quoted(written)}")
+
+
+def unknown_name(expr: Expr, known: Sequence[str], *, kept: Sequence[str] = ()) -> str | None:
     """``"unknown name 'VECTOR' in 'block * VECTOR'; known: block, VEC; did you mean
     'VEC'?"`` for the first name ``expr`` reads that is not in ``known``, else ``None``:
-    what every refusal of such an expression says, before its location."""
+    what every refusal of such an expression says, before its location.  ``kept``: the
+    Kernel Tuner names a CUDA C launch's expressions read as they are (its
+    :attr:`~sweeper.core.LaunchShape.extent_names`); given, its compile defines Kernel
+    Tuner's names, and one read under sweeper's name is said as such (:func:`defined_as`)."""
     unknown = sorted(expr.names - set(known))
     if not unknown:
         return None
+    defined = defined_as(expr, unknown[0], known, kept) if kept else None
+    if defined is not None:
+        return defined
     return (f"unknown name {cut(repr(unknown[0]), 60)} in {quoted(expr.text)}; known: "
             f"{', '.join(known)}{did_you_mean(unknown[0], known)}")
 

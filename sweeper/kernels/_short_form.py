@@ -33,7 +33,7 @@ from sweeper.core import DTYPES, Config, Dim, Expr, evaluate, parse
 from sweeper.core._api_errors import cut_at_call
 from sweeper.core._model import FACT_NAMES, WARP_BLOCKS, LaunchShape
 from sweeper.core._spelling import entry
-from sweeper.core._units import canonical_dtype, did_you_mean, whole
+from sweeper.core._units import canonical_dtype, defined_as, did_you_mean, whole
 from sweeper.errors import ExpressionError, SweeperError, defined_at
 from sweeper.escape import cut
 from sweeper.kernels._autotune import autotune_declaration
@@ -167,6 +167,10 @@ class Declaration:
             expr = parsed(name, f"{key}={grid!r}", grid)
             known = sorted({"block", "footprint", *FACT_NAMES, *dims, *meta, *extents})
             unknown = sorted(expr.names - set(known))
+            defined = defined_as(expr, unknown[0], known, extents) \
+                if unknown and extents else None
+            if defined is not None:
+                raise SweeperError(f"kernel {name}: {key}={defined}")
             if unknown:
                 raise SweeperError(f"kernel {name}: {key}={grid!r} reads "
                                    f"{unknown[0]!r}, which the kernel does not declare; "

@@ -247,7 +247,7 @@ class _Parser:
     def names_known(self, expr: Expr, path: str, known: Sequence[str]) -> None:
         """Refuse ``expr`` unless every name it reads is in ``known``: the error names the
         first that is not."""
-        unknown = unknown_name(expr, known)
+        unknown = unknown_name(expr, known, kept=self.kernel_cls.launch_shape.extent_names)
         if unknown is not None:
             raise self.error(path, unknown)
 
