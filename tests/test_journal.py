@@ -560,6 +560,36 @@ def test_a_study_json_that_is_not_one_is_refused_with_its_file(tmp_path, monkeyp
     assert (study / "study.json").read_text() == text and not (tmp_path / "t").exists()
 
 
+@pytest.mark.parametrize("entry, wrong, problem", [
+    ("kernel", 7, "kernel is 7, not str"),
+    ("format", "2", "format '2' is not a format number"),
+    ("sampler", {"name": "oat", "seed": "x"}, "sampler: seed is 'x', not int"),
+    ("environment", {"gpu": "G", "sms": "two"}, "environment: sms is 'two', not int | None"),
+    ("last_run", {"dropped": [{"gpu": "GPU 1", "line": "gone"}, "GPU 2"]},
+     "last_run: dropped[1] is 'GPU 2', not an object"),
+])
+def test_a_study_json_entry_of_the_wrong_type_is_refused_at_its_line(tmp_path, monkeypatch,
+                                                                      capsys, entry, wrong,
+                                                                      problem):
+    """A study.json edited by hand is refused with the line of the entry it got wrong, a
+    nested one's own (the entry inside ``sampler``, the list item), as a space file's
+    error is: the file is many lines long (``json.dumps(indent=2)``)."""
+    monkeypatch.chdir(ROOT)
+    study = tmp_path / "copy-fp32-replay"
+    make_study(study)
+    meta = json.loads((study / "study.json").read_text())
+    text = json.dumps({**meta, entry: wrong}, indent=2, sort_keys=True)
+    (study / "study.json").write_text(text)
+    lines = text.splitlines()
+    key = {"sampler": '"seed"', "environment": '"sms"', "last_run": '"GPU 2"'}.get(
+        entry, f'"{entry}"')
+    start = next(i for i, line in enumerate(lines) if line.startswith(f'  "{entry}"'))
+    line = next(i for i, text in enumerate(lines) if i >= start and key in text) + 1
+    assert main(["report", str(study)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"sweeper: {study}/study.json:{line}: {problem}")
+
+
 # -- priors from other studies ----------------------------------------------------------------
 def test_priors_skip_an_unreadable_study_and_use_the_good_records_of_a_damaged_one(tmp_path):
     space = load_space(ROOT / "spaces/copy.yaml")

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeper.core._model import GRID_EXTENTS
-from sweeper.errors import StudyError
+from sweeper.errors import StudyError, SweeperError
 from sweeper.kernels import Headline
-from sweeper.store._schema import FORMAT, decode, fields_problem, format_problem, json_type
+from sweeper.space._yaml import load_with_lines
+from sweeper.store._schema import FORMAT, Invalid, decode, fields_invalid, format_problem, json_type
 from sweeper.store._upgrade import upgraded_meta
 
 
@@ -292,26 +293,53 @@ META_REQUIRED = tuple(f.name for f in dataclasses.fields(StudyMeta)
                       and f.default_factory is dataclasses.MISSING)
 
 
-def meta_problem(meta: Any) -> str | None:
-    """Why ``meta`` (a parsed study.json) is not one sweeper can use, or ``None``."""
+def meta_problem(meta: Any) -> Invalid | None:
+    """Why ``meta`` (a parsed study.json) is not one sweeper can use, with the keys of the
+    entry it names where there is one (:attr:`~sweeper.store._schema.Invalid.keys`), or
+    ``None``."""
     if not isinstance(meta, dict):
-        return f"a JSON {json_type(meta)}, not an object"
+        return Invalid(f"a JSON {json_type(meta)}, not an object")
     problem = format_problem(meta, "study files")
     if problem is not None:
-        return problem
+        return Invalid(problem, ("format",))
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
-        return f"no {', '.join(missing)}; a study.json needs {', '.join(META_REQUIRED)}"
+        return Invalid(f"no {', '.join(missing)}; a study.json needs "
+                       f"{', '.join(META_REQUIRED)}")
     # the entries as the current format has them: a copy upgraded, the file's left as read
-    return fields_problem(StudyMeta, meta) or fields_problem(KeptEntries,
+    return fields_invalid(StudyMeta, meta) or fields_invalid(KeptEntries,
                                                              upgraded_meta(dict(meta)))
 
 
-def checked_meta(meta: Any, where: Any, advice: str = "") -> dict[str, Any]:
+def checked_meta(meta: Any, where: Any, advice: str = "", text: bytes | None = None
+                 ) -> dict[str, Any]:
     """``meta`` (a parsed study file) as the current format (:func:`upgraded_meta`); one
     that is not one sweeper can use (:func:`meta_problem`) is a StudyError naming
-    ``where``, with ``advice`` after the reason."""
+    ``where``, with ``advice`` after the reason, and the line of the entry it names
+    where ``text``, the file as read, shows one (:func:`key_line`)."""
     problem = meta_problem(meta)
     if problem:
-        raise StudyError(f"{where}: {problem}{advice}")
+        line = None if text is None else key_line(text, problem.keys)
+        raise StudyError(f"{where}{'' if line is None else f':{line}'}: {problem}{advice}")
     return upgraded_meta(meta)
+
+
+def key_line(text: bytes, keys: tuple[str | int, ...]) -> int | None:
+    """The line of the entry ``keys`` names in JSON ``text`` (its key's line, a list
+    item's own), else of the nearest entry holding it that the text has (an entry an
+    upgrade of an older file filled in is none of the file's); ``None`` for the whole
+    file, or where the text is none the space files' YAML reader reads with its lines
+    (:func:`~sweeper.space._yaml.load_with_lines`: a JSON object is a YAML flow mapping).
+    Asked only of a file being refused, so a good file is never read twice."""
+    try:
+        _, lines = load_with_lines(text.decode("utf-8"), "study.json")
+    except (SweeperError, UnicodeDecodeError, RecursionError):
+        return None
+    for end in range(len(keys), 0, -1):
+        path = ""
+        for key in keys[:end]:
+            path = f"{path}[{key}]" if isinstance(key, int) else \
+                f"{path}.{key}" if path else key
+        if path in lines:
+            return lines[path]
+    return None

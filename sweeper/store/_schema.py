@@ -98,21 +98,35 @@ def record_class(kind: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def fields_problem(cls: Any, data: Any) -> str | None:
+def fields_invalid(cls: Any, data: Any) -> Invalid | None:
     """The first way ``data`` does not fill dataclass ``cls``'s fields (the first that
-    msgspec meets, in ``data``'s order), or ``None``."""
+    msgspec meets, in ``data``'s order), with the keys of the entry it names
+    (:attr:`Invalid.keys`), or ``None``."""
     try:
         decode(cls, data)
     except Invalid as err:
-        return str(err).strip()
+        return Invalid(str(err).strip(), err.keys)
     return None
+
+
+def fields_problem(cls: Any, data: Any) -> str | None:
+    """:func:`fields_invalid`'s reason, or ``None``."""
+    invalid = fields_invalid(cls, data)
+    return None if invalid is None else str(invalid)
 
 
 class Invalid(ValueError):
     """Why a JSON value is not of a type, in this package's words: ``key is 5, not int``.
     A text that starts with a space says what is wrong with the value itself, and follows
     the name of the field that holds it; any other says what is wrong inside it, after the
-    field's name and a colon (``config: dtype 'float8' is not one of ...``)."""
+    field's name and a colon (``config: dtype 'float8' is not one of ...``).  ``keys``:
+    where in the JSON the field it names is (``("sampler", "seed")``, ``("top", 2)``;
+    ``()`` for the value as a whole or where unknown), so a file's reader can give its
+    line."""
+
+    def __init__(self, message: str, keys: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.keys = keys
 
 
 def decode(cls: Any, data: Any) -> Any:
@@ -123,7 +137,8 @@ def decode(cls: Any, data: Any) -> Any:
     try:
         found = msgspec.convert(data, _wire(cls), dec_hook=_hook)
     except msgspec.ValidationError as err:
-        raise Invalid(_said(str(err), cls, data)) from None
+        inner = err.__cause__.keys if isinstance(err.__cause__, Invalid) else ()
+        raise Invalid(*_said(str(err), cls, data, inner)) from None
     return cls(**msgspec.structs.asdict(found))
 
 
@@ -174,35 +189,43 @@ def _hook(marker: Any, value: Any) -> Any:
     return load(value) if load is not None else decode(marker.typed, value)
 
 
-def _said(message: str, cls: Any, data: Any) -> str:
+def _said(message: str, cls: Any, data: Any, inner: tuple[str | int, ...] = ()
+          ) -> tuple[str, tuple[str | int, ...]]:
     """msgspec's ``message`` of why ``data`` is not a ``cls`` in this package's words: the
-    field (``key``, ``list[i]``, ``outer: inner``), its value, what it should be.  A value
-    inside a list or dict of plain values is told of by the whole list or dict; any text
-    of msgspec's but a missing field and an enum's value (``Expected `int`, got `str```,
-    ``Number out of range``) says the value is not of its field's type."""
+    field (``key``, ``list[i]``, ``outer: inner``), its value, what it should be; and the
+    keys of that field in ``data`` (:attr:`Invalid.keys`), ``inner`` the keys inside it
+    of a value read by :func:`_hook` whose :class:`Invalid` the message says.  A value inside a list or dict
+    of plain values is told of by the whole list or dict; any text of msgspec's but a
+    missing field and an enum's value (``Expected `int`, got `str```, ``Number out of
+    range``) says the value is not of its field's type."""
     text, at, path = message.rpartition(" - at `$")
     text = text if at else message
     hint, value, key, whole = cls, data, "", True
+    keys: list[str | int] = []
     for name, index in re.findall(r"\.(\w+)|\[(\d+|\.\.\.)\]", path if at else ""):
         arm, args = _arm(hint), typing.get_args(_arm(hint))
         if name and _structured(arm):
             hint, value, key = _hints(arm)[name], value[name], f"{key}: {name}" if key else name
+            keys.append(name)
         elif index.isdigit() and typing.get_origin(arm) is list and _structured(args[0]):
             hint, value, key = args[0], value[int(index)], f"{key}[{index}]"
+            keys.append(int(index))
         else:
             whole = False
             break
     if whole and text.startswith("Object missing required field"):
         missing = [f.name for f in msgspec.structs.fields(_wire(_arm(hint)))
                    if f.required and f.name not in value]
-        return f"{key}{': ' if key else ''}no {', '.join(missing)}"
+        return f"{key}{': ' if key else ''}no {', '.join(missing)}", tuple(keys)
     if whole and isinstance(hint, enum.EnumMeta):
         members: list[enum.Enum] = list(hint)
-        return f"{key} {show(value)} is not one of {', '.join(str(m.value) for m in members)}"
+        return (f"{key} {show(value)} is not one of "
+                f"{', '.join(str(m.value) for m in members)}", tuple(keys))
     if whole and not text[:1].isupper():        # an Invalid of ours, not msgspec's text
-        return key + text if text.startswith(" ") or not key else f"{key}: {text}"
+        return (key + text if text.startswith(" ") or not key else f"{key}: {text}",
+                (*keys, *inner))
     wanted = "an object" if _structured(_arm(hint)) else type_name(hint)
-    return f"{key} is {show(value)}, not {wanted}"
+    return f"{key} is {show(value)}, not {wanted}", tuple(keys)
 
 
 def _arm(hint: Any) -> Any:

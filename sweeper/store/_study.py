@@ -145,7 +145,7 @@ class StudyStore(Storage):
                              f"{err.colno}){advice}") from None
         except (ValueError, RecursionError) as err:
             raise StudyError(f"{path}: not JSON sweeper can read ({err}){advice}") from None
-        return checked_meta(meta, path, advice)
+        return checked_meta(meta, path, advice, text)
 
     def edit_meta(self, edit: Callable[[dict[str, Any]], None]) -> None:
         """Read, ``edit`` and write ``study.json`` whole under the study lock (another
