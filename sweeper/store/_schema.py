@@ -194,10 +194,10 @@ def _said(message: str, cls: Any, data: Any, inner: tuple[str | int, ...] = ()
     """msgspec's ``message`` of why ``data`` is not a ``cls`` in this package's words: the
     field (``key``, ``list[i]``, ``outer: inner``), its value, what it should be; and the
     keys of that field in ``data`` (:attr:`Invalid.keys`), ``inner`` the keys inside it
-    of a value read by :func:`_hook` whose :class:`Invalid` the message says.  A value inside a list or dict
-    of plain values is told of by the whole list or dict; any text of msgspec's but a
-    missing field and an enum's value (``Expected `int`, got `str```, ``Number out of
-    range``) says the value is not of its field's type."""
+    of a value read by :func:`_hook` whose :class:`Invalid` the message says.  A value
+    inside a list or dict of plain values is told of by the whole list or dict; any text
+    of msgspec's but a missing field and an enum's value (``Expected `int`, got
+    `str```, ``Number out of range``) says the value is not of its field's type."""
     text, at, path = message.rpartition(" - at `$")
     text = text if at else message
     hint, value, key, whole = cls, data, "", True
