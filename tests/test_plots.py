@@ -138,6 +138,24 @@ def test_a_footprint_curve_gives_each_problems_choice_its_ci_and_the_references(
     assert data["bound"]["value"] == 5000.0 and data["l2_bytes"] == L2
 
 
+def test_a_footprint_of_no_round_size_ticks_in_the_largest_unit_it_reaches(tmp_path):
+    """A footprint that no binary unit divides (3·10⁷ bytes: a problem named by its
+    dimensions, or in decimal bytes) is a tick in MiB to three digits, as the report says
+    a size it worked out, in the picture and in report.html alike (its exact bytes,
+    ``30000000B``, read as a count to squint at); a round one keeps its unit."""
+    records = [trial(0, 30_000_000, "cold", 32, 900.0), trial(1, 3_000_000, "cold", 32, 800.0),
+               trial(2, 64 * KIB, "cold", 32, 300.0)]
+    (curve,) = study_tables(study(tmp_path, records, limits=False)).footprint
+    ticks = ["64KiB", "2.86MiB", "28.6MiB"]
+    ax = footprint_figure(curve).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ticks
+    chart = _footprint_chart(curve)
+    assert [label for _, label in chart["xticks"]] == ticks
+    assert [x for x, _ in chart["xticks"]] == [64 * KIB, 3_000_000, 30_000_000]
+    dotted = next(s for s in chart["series"] if s["kind"] == "dotted")
+    assert [p[-1].split(":")[0] for p in dotted["points"]] == ticks
+
+
 def test_a_point_is_the_finals_winner_at_the_finals_median_and_ci(tmp_path):
     records = [trial(0, 4 * KIB, "cold", 32, 90.0), trial(1, 4 * KIB, "cold", 64, 80.0),
                trial(2, 16 * KIB, "cold", 32, 180.0)]

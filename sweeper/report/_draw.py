@@ -17,6 +17,7 @@ from sweeper.escape import printable
 from sweeper.fsio import atomic_write
 from sweeper.report._footprint import FootprintCurve
 from sweeper.report._heatmaps import HeatmapData, cell_text
+from sweeper.report._provenance import approx_size
 from sweeper.report._roofline import BESIDE, Roof, Roofline
 from sweeper.report._tables import LABELS
 from sweeper.space import format_size
@@ -187,7 +188,9 @@ CACHE_COLOURS = {"cold": "tab:blue", "warm": "tab:orange"}
 
 
 def footprint_figure(curve: FootprintCurve) -> Any:
-    """The curve as a matplotlib figure: footprint on a log2 axis, the rate from zero."""
+    """The curve as a matplotlib figure: footprint on a log2 axis, each problem's a tick
+    in the largest unit it reaches (:func:`~sweeper.report._provenance.approx_size`), the
+    rate from zero."""
     fig, ax = subplots(figsize=(7.5, 4.8))
     for cache, sub in curve.points.groupby("cache", sort=True):
         colour = CACHE_COLOURS.get(str(cache))
@@ -210,7 +213,9 @@ def footprint_figure(curve: FootprintCurve) -> Any:
                    label=f"L2 {format_size(curve.l2_bytes)}: left of it, the working set fits")
     ax.set_xscale("log", base=2)
     ticks = sorted(curve.points["footprint"].unique())
-    ax.set_xticks(ticks, [format_size(int(t)) for t in ticks], fontsize=8)
+    # a footprint in the largest unit it reaches (28.6MiB), as the report says sizes it
+    # worked out; format_size's exact unit leaves one of no round size in bytes (30000000B)
+    ax.set_xticks(ticks, [approx_size(float(t)) for t in ticks], fontsize=8)
     ax.minorticks_off()
     ax.set_ylim(bottom=0)
     ax.set_xlabel("footprint (the bytes a problem is named by, log2 scale)")

@@ -37,7 +37,7 @@ from sweeper.report import _shared
 from sweeper.report._contents import ReportTables
 from sweeper.report._footprint import FootprintCurve
 from sweeper.report._heatmaps import HeatmapData, fmt_rate
-from sweeper.report._provenance import reproduce_command
+from sweeper.report._provenance import approx_size, reproduce_command
 from sweeper.report._roofline import Roofline
 from sweeper.report._tables import LABELS, outcome_labels, problem_keys, reason_kind, unit
 from sweeper.space import format_size
@@ -206,13 +206,13 @@ def _footprint_chart(curve: FootprintCurve) -> dict[str, Any]:
             series.append({"label": f"{label}{', ' + str(cache) if cache else ''}",
                            "kind": kind, "points": [
                                [_value(x), _value(y), None, None, None,
-                                f"{format_size(int(x))}: {fmt_rate(y)} {rate}"]
+                                f"{approx_size(float(x))}: {fmt_rate(y)} {rate}"]
                                for x, y in zip(sub["footprint"], sub["rate"], strict=True)]})
     sizes = sorted(set(curve.points["footprint"]))
     return {"name": curve.name, "title": curve.title, "caption": curve.caption,
             "xlabel": "footprint", "ylabel": LABELS.get(curve.metric, curve.metric),
             "xlog": True, "ylog": False, "series": series,
-            "xticks": [[int(s), format_size(int(s))] for s in sizes],
+            "xticks": [[int(s), approx_size(float(s))] for s in sizes],
             "hlines": [[curve.bound, curve.bound_label]] if curve.bound is not None else [],
             "vlines": [[curve.l2_footprint, f"L2 {format_size(curve.l2_bytes)}"]]
             if curve.l2_footprint else []}
