@@ -19,12 +19,13 @@ import torch
 import sweeper
 from sweeper.cli import main
 from sweeper.errors import TuningWarning
-from sweeper.kernels import load_kernel
+from sweeper.kernels import MetaParam, load_kernel
 from sweeper.kernels._cuda_build import _defines, launch_dims
 from sweeper.space import AxisRole, Config, Invalid, MeasureSpec, Problem, load_space
 from sweeper.store import TrialRecord
 from sweeper.store._schema import record_problem
 from sweeper.study import enumerate_choices
+from tests.conftest import ROOT
 
 #: C[M, N] = A[M, K] @ B[K, N] in float32, row-major, written as Kernel Tuner's examples
 #: are: a block of block_size_x × block_size_y threads computes block_size_x columns of
@@ -333,6 +334,54 @@ def test_a_grid_reads_block_size_y_and_z_at_1_where_the_space_does_not_sweep_the
     header = tmp_path / "tuned.h"
     assert main(["export", str(study), "--format", "header", "-o", str(header)]) == 0
     assert "#define MATMUL_GRID_Y 200\n" in header.read_text()
+
+
+@pytest.mark.parametrize(("meta", "said"), [
+    ({"block_size_y": 0}, "block_size_y=0; allowed: 1 to 1024 (blockDim.y of a CUDA block)"),
+    ({"block_size_z": 65}, "block_size_z=65; allowed: 1 to 64 (blockDim.z of a CUDA block)"),
+    ({"block_size_y": MetaParam(default=2, choices=(0, 2))},
+     "block_size_y=0; allowed: 1 to 1024 (blockDim.y of a CUDA block)"),
+])
+def test_a_sweeper_cuda_kernel_s_block_extent_is_checked_where_it_is_declared(meta, said):
+    """``meta={"block_size_y": 0}`` (a default, or a choice, no CUDA block takes as its
+    y or z) is refused by ``sweeper.kernel`` itself, naming the meta-parameter in the
+    words a space's axis is refused in, not first by a space that leaves the axis out
+    (whose hint, a switch's ``choices=(0, 1)``, no block's extent takes); a Python
+    launch's meta-parameter of that name is its own, unchecked."""
+    launch = sweeper.cuda("../examples/copy.cu", "copy", ["dst", "src", "n"])
+    with pytest.raises(sweeper.SweeperError) as raised:
+        sweeper.kernel(launch, inputs={"src": "n"}, outputs={"dst": "n"},
+                       meta={"VEC": 4, **meta}, grid="cdiv(n, block * VEC)",
+                       reference=lambda src: src.clone())
+    assert str(raised.value) == f"kernel copy: meta: {said}"
+
+    def copy(src, dst, config):
+        dst.copy_(src)
+
+    declared = sweeper.kernel(copy, inputs={"src": "n"}, outputs={"dst": "n"},
+                              meta={"BLOCK": 4, **meta}, reference=lambda src: src.clone())
+    assert set(declared.meta_params) == {"BLOCK", *meta}
+
+
+def test_plan_refuses_a_block_extent_no_cuda_block_takes_without_importing(
+        tmp_path, monkeypatch, capsys):
+    """``sweeper plan``, which reads a declaration without importing its module, refuses
+    ``meta={"block_size_y": 0}`` as importing it would, the launch bound to a name above
+    (``launch = sweeper.cuda(...)``, a value only running the module gives) included."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(ROOT / "examples" / "copy.cu", tmp_path / "copy.cu")
+    (tmp_path / "ext_y0_kernel.py").write_text(
+        "import pathlib\nimport sweeper\npathlib.Path('imported').touch()\n"
+        "launch = sweeper.cuda('copy.cu', 'copy', ['dst', 'src', 'n'])\n"
+        "K = sweeper.kernel(launch, inputs={'src': 'n'}, outputs={'dst': 'n'},\n"
+        "                   meta={'VEC': 4, 'block_size_y': 0}, grid='cdiv(n, block * VEC)',\n"
+        "                   reference=lambda src: src.clone())\n")
+    space = tmp_path / "s.yaml"
+    space.write_text("kernel: ext_y0_kernel:K\nparams:\n  block: [128]\n  footprint: [4KiB]\n")
+    assert main(["plan", str(space), "--device", "interpret"]) == 2
+    assert "raised SweeperError: kernel ext_y0_kernel:K: meta: block_size_y=0; allowed: 1 to " \
+        "1024 (blockDim.y of a CUDA block) (at ext_y0_kernel.py:5" in capsys.readouterr().err
+    assert not (tmp_path / "imported").exists()
 
 
 def test_a_triton_kernel_s_grid_reads_no_block_size_y(tmp_path, capsys):

@@ -139,6 +139,7 @@ class Declaration:
         ``kernel:`` line: a declaration written by hand names its meta-parameters, where a
         space's ``cuda`` kernel takes them from the space's axes after it is built."""
         built = self.build(launch)
+        check_extents(built.name, built.launch_shape, built.meta_params)
         self.check_names(built.name, launch, built.dims, built.meta_params)
         return built
 
@@ -149,6 +150,7 @@ class Declaration:
         launch and the functions it is given stood in for by their signatures, so that a
         mistake is refused by the same check, in the same words, as importing it would."""
         attrs = self.attributes(launch, sourced=False)
+        check_extents(attrs["name"], attrs["launch_shape"], attrs["meta_params"])
         self.check_names(attrs["name"], launch, attrs["dims"], attrs["meta_params"])
         return attrs
 
@@ -498,6 +500,23 @@ def _meta(kernel: str, raw: Mapping[str, int | MetaParam] | None) -> dict[str, M
             raise SweeperError(f"kernel {kernel}: meta[{n!r}] = {m!r}; give its default (an "
                                "integer) or a sweeper.kernels.MetaParam")
     return out
+
+
+def check_extents(kernel: str, shape: LaunchShape, meta: Mapping[str, MetaParam]) -> None:
+    """Refuse a meta-parameter ``meta=`` declares as the block's y or z of a launch that
+    takes ``shape`` (a ``sweeper.cuda`` one's ``block_size_y``, ``block_size_z``) whose
+    default or one
+    of whose choices no CUDA block takes: where the kernel is declared, naming it in the
+    words a space's axis is refused in (:meth:`~sweeper.core.LaunchShape.extent_problem`),
+    not first where a space leaves the axis out (whose hint, a switch's ``choices=(0,
+    1)``, no block's extent may take).  A space's own ``cuda`` kernel, whose axes give
+    every value, is built without it."""
+    for name, _ in shape.extents:
+        declared = meta.get(name)
+        for value in () if declared is None else (declared.default, *declared.choices):
+            wrong = shape.extent_problem(name, value) if whole(value) is not None else None
+            if wrong is not None:
+                raise SweeperError(f"kernel {kernel}: meta: {wrong}")
 
 
 def _headline(kernel: str, raw: Headline | str | None) -> Headline:

@@ -864,7 +864,7 @@ class _Reader:
         and, where every keyword and the launch could be read, checked as importing the
         module checks them (:meth:`Declaration.checked`: the first mistake refused in the
         same words), the functions it is given stood in for by their signatures."""
-        from sweeper.kernels._short_form import Declaration
+        from sweeper.kernels._short_form import Declaration, check_extents
 
         values = self.keyword_values(call)
         given: dict[str, Any] = {}
@@ -895,10 +895,12 @@ class _Reader:
         name = given.pop("name", None) if isinstance(given.get("name"), str) else \
             named if named != "<lambda>" else name
         declared = Declaration(inputs={}, outputs=(), reference=print, **given)
+        shape = THREAD_BLOCKS if self.launches_cuda(launch) else WARP_BLOCKS
         attrs = declared.declares(
             name, meta=not any(u.startswith(("meta=", "autotuned=")) for u in unread),
-            dims=not any(u.startswith("dims=") for u in unread),
-            shape=THREAD_BLOCKS if self.launches_cuda(launch) else WARP_BLOCKS)
+            dims=not any(u.startswith("dims=") for u in unread), shape=shape)
+        if "meta_params" in attrs:      # a launch not stood in for: its blocks, as read
+            check_extents(name, shape, attrs["meta_params"])
         if "defaults" in attrs and "block" not in given and \
                 any(u.startswith("autotuned=") for u in unread):
             del attrs["defaults"]["block"]      # its first config's warps: not guessed
