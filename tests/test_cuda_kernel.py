@@ -1039,6 +1039,30 @@ def test_nvrtc_options_are_every_compile_s_its_cache_key_s_and_its_source_s(
     ("[--relocatable-device-code=true]", "[0]", "'--relocatable-device-code=true': -rdc / "
      "--relocatable-device-code has NVRTC make other code"),
     ("['-Xptxas -v']", "[0]", "'-Xptxas -v' is no NVRTC option"),
+    # each by its short name as by its long one, as NVRTC documents them
+    ("[-pch]", "[0]", "'-pch': -pch / --pch has NVRTC read or write files sweeper neither "
+     "hashes nor watches; allowed: the headers #included"),
+    ("[--pch]", "[0]", "'--pch': -pch / --pch has NVRTC read or write files"),
+    ("[-gen-opt-lto]", "[0]", "'-gen-opt-lto': -gen-opt-lto / --gen-opt-lto has NVRTC make "
+     "other code"),
+    ("[--extensible-whole-program]", "[0]", "'--extensible-whole-program': -ewp / "
+     "--extensible-whole-program has NVRTC make other code"),
+    # ptxas's options through -Xptxas= (--ptxas-options=), checked one by one
+    ("[-use_fast_math, '-Xptxas=-v,-o=k.cubin']", "[1]", "'-Xptxas=-v,-o=k.cubin': -o / "
+     "--output-file has ptxas read or write files sweeper neither hashes nor watches; "
+     "allowed: ptxas options of the code assembled (-Xptxas=-v, -Xptxas=--warn-on-spills)"),
+    ("['--ptxas-options=--options-file=f']", "[0]", "'--ptxas-options=--options-file=f': "
+     "-optf / --options-file has ptxas read or write files"),
+    ("['-Xptxas=--compile-only']", "[0]", "'-Xptxas=--compile-only': -c / --compile-only "
+     "has ptxas make other code than the whole program's cubin sweeper loads and launches"),
+    ("['-Xptxas=-e,other']", "[0]", "'-Xptxas=-e,other': -e / --entry has ptxas make other "
+     "code"),
+    ("['-Xptxas=--preserve-relocs']", "[0]", "'-Xptxas=--preserve-relocs': "
+     "-preserve-relocs / --preserve-relocs has ptxas make other code"),
+    ("['-Xptxas=-arch=sm_80']", "[0]", "'-Xptxas=-arch=sm_80': sweeper sets -arch / "
+     "--gpu-name itself"),
+    ("[-Xptxas]", "[0]", "'-Xptxas' passes ptxas no option; allowed: -Xptxas=OPTION, its "
+     "options after = and between commas (-Xptxas=-v,--warn-on-spills)"),
     ("[--std=c++14]", "[0]", "'--std=c++14': sweeper sets -std / --std itself"),
     ("-use_fast_math", "", "'-use_fast_math' is no list of NVRTC options; allowed: up to 32 "
      "options, such as [-use_fast_math, --fmad=false]"),
@@ -1071,6 +1095,12 @@ def test_a_whole_program_s_nvrtc_options_pass():
     assert nvrtc_option_problem(["-rdc=false", "--relocatable-device-code=false",
                                  "-use_fast_math", "--fmad=false", "-maxrregcount=64",
                                  "-Xptxas=-v", "-lineinfo"]) is None
+    # options of the code NVRTC compiles and ptxas assembles, whichever name they go by
+    assert nvrtc_option_problem(["-dw", "--device-w", "-pch-verbose=true", "-G", "-dopt=on",
+                                 "--ptxas-options=--warn-on-spills,-O3",
+                                 "-Xptxas=--maxrregcount,64", "-Xptxas=--def-load-cache=ca",
+                                 "--extra-device-vectorization", "-split-compile=4",
+                                 "-jtd=50"]) is None
 
 
 def test_a_tolerance_option_checks_the_outputs_at_it(cu_space):

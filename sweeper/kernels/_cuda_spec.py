@@ -278,17 +278,20 @@ def meta_problem(name: str) -> str | None:
     return None
 
 
-#: Why :data:`RESERVED_OPTIONS` refuses an option, by what it does: sweeper gives every
-#: compile its own; NVRTC would read or write files sweeper neither hashes nor watches
-#: (their edits would go unseen by the cache key and the study's source hash, or a run
-#: would leave files behind); NVRTC would make other code than the whole program's cubin
-#: sweeper caches, loads and launches.
+#: Why :data:`RESERVED_OPTIONS` (and :data:`RESERVED_PTXAS`) refuses an option, by what it
+#: does: sweeper gives every compile its own; the tool (NVRTC, or ptxas, which assembles
+#: NVRTC's PTX) would read or write files sweeper neither hashes nor watches (their edits
+#: would go unseen by the cache key and the study's source hash, or a run would leave
+#: files behind); it would make other code than the whole program's cubin sweeper
+#: caches, loads and launches.
 _SETS = "sweeper sets {names} itself"
-_FILES = "{names} has NVRTC read or write files sweeper neither hashes nor watches"
-_OUTPUT = ("{names} has NVRTC make other code than the whole program's cubin sweeper "
+_FILES = "{names} has {tool} read or write files sweeper neither hashes nor watches"
+_OUTPUT = ("{names} has {tool} make other code than the whole program's cubin sweeper "
            "loads and launches")
-#: The NVRTC options a kernel's ``nvrtc_options`` may not give, each with why
-#: (:data:`_SETS`, :data:`_FILES`, :data:`_OUTPUT`) and what to do instead.
+_CODE_OPTIONS = "options of the code compiled (-use_fast_math, --fmad=false, -maxrregcount=64)"
+#: The NVRTC options a kernel's ``nvrtc_options`` may not give, each by its short and its
+#: long name as NVRTC documents them, with why (:data:`_SETS`, :data:`_FILES`,
+#: :data:`_OUTPUT`) and what to do instead.
 RESERVED_OPTIONS: dict[tuple[str, ...], tuple[str, str]] = {
     ("-D", "--define-macro"): (_SETS, "a define is an axis: params: {NAME: [value]}"),
     ("-U", "--undefine-macro"): (_SETS, "an axis its source reads, or an #undef in the "
@@ -298,18 +301,20 @@ RESERVED_OPTIONS: dict[tuple[str, ...], tuple[str, str]] = {
     **dict.fromkeys((("-I", "--include-path"), ("-include", "--pre-include")), (
         _FILES, "a header beside the .cu file or in its folder, #included: its text is "
         "part of the kernel's source")),
-    **dict.fromkeys((("-use-pch", "--use-pch"), ("-create-pch", "--create-pch"),
-                     ("-pch-dir", "--pch-dir")), (
+    # automatic PCH (-pch) too: a header compiled by an earlier compile stands in for
+    # the one the source #includes now
+    **dict.fromkeys((("-pch", "--pch"), ("-use-pch", "--use-pch"),
+                     ("-create-pch", "--create-pch"), ("-pch-dir", "--pch-dir")), (
         _FILES, "the headers #included by the source, compiled with it (a precompiled "
         "header is a file sweeper does not hash)")),
     **dict.fromkeys((("-time", "--time"), ("-fdevice-time-trace", "--fdevice-time-trace")), (
-        _FILES, "options of the code compiled (-use_fast_math, --fmad=false, "
-        "-maxrregcount=64)")),
+        _FILES, _CODE_OPTIONS)),
     **dict.fromkeys((("-ptx", "--ptx"), ("-dc", "--device-c"), ("-dlto", "--dlink-time-opt"),
+                     ("-gen-opt-lto", "--gen-opt-lto"),
+                     ("-ewp", "--extensible-whole-program"),
                      ("-optix-ir", "--optix-ir"),
                      ("-fdevice-syntax-only", "--fdevice-syntax-only")), (
-        _OUTPUT, "options of the code compiled (-use_fast_math, --fmad=false, "
-        "-maxrregcount=64), in a whole program (-rdc=false, NVRTC's default)")),
+        _OUTPUT, f"{_CODE_OPTIONS}, in a whole program (-rdc=false, NVRTC's default)")),
     ("-rdc", "--relocatable-device-code"): (
         _OUTPUT, "-rdc=false (NVRTC's default): the kernel whole in its source and the "
         "files it includes"),
@@ -317,6 +322,21 @@ RESERVED_OPTIONS: dict[tuple[str, ...], tuple[str, str]] = {
 #: The options of :data:`RESERVED_OPTIONS`' names that it does not refuse: a whole
 #: program, NVRTC's default, as sweeper compiles it anyway.
 ALLOWED_RESERVED = frozenset({"-rdc=false", "--relocatable-device-code=false"})
+#: The NVRTC option that passes its value, a comma-separated list, to ptxas.
+PTXAS_OPTIONS = ("-Xptxas", "--ptxas-options")
+_PTXAS_CODE = "ptxas options of the code assembled (-Xptxas=-v, -Xptxas=--warn-on-spills)"
+#: The ptxas options ``-Xptxas=`` may not pass, each by its short and long name as ptxas
+#: documents them, with why and what to do instead (as :data:`RESERVED_OPTIONS`).
+RESERVED_PTXAS: dict[tuple[str, ...], tuple[str, str]] = {
+    ("-arch", "--gpu-name"): (_SETS, "the GPU's own, which every compile takes"),
+    **dict.fromkeys((("-o", "--output-file"), ("-optf", "--options-file")), (
+        _FILES, _PTXAS_CODE)),
+    **dict.fromkeys((("-c", "--compile-only"), ("-e", "--entry"),
+                     ("-ias", "--input-as-string"), ("-preserve-relocs", "--preserve-relocs"),
+                     ("-astoolspatch", "--compile-as-tools-patch"),
+                     ("-ewp", "--extensible-whole-program")), (
+        _OUTPUT, f"{_PTXAS_CODE}, assembling the whole program")),
+}
 #: An NVRTC option as a list item: a name after one or two dashes, no space.
 NVRTC_OPTION = re.compile(r"--?[A-Za-z][^\s]*")
 #: The most options ``nvrtc_options`` may give, and the longest each may be.
@@ -328,9 +348,10 @@ def nvrtc_option_problem(options: object) -> tuple[int | None, str] | None:
     ``compiler_options``) are no NVRTC options every compile may add, and why: the index
     of the one at fault (``None``: the list itself), or ``None`` where they are.  Each is
     one option as NVRTC takes it (``-use_fast_math``, ``--fmad=false``, ``-maxrregcount=64``),
-    a name after ``-`` or ``--`` and no space, none sweeper sets itself, has NVRTC read
-    or write other files, or makes other code than a whole program's cubin
-    (:data:`RESERVED_OPTIONS`)."""
+    a name after ``-`` or ``--`` and no space, none sweeper sets itself, has NVRTC (or
+    ptxas, through ``-Xptxas=``) read or write other files, or makes other code than a
+    whole program's cubin (:data:`RESERVED_OPTIONS`, :data:`RESERVED_PTXAS`), by either
+    of its names."""
     if not isinstance(options, (list, tuple)) or len(options) > MAX_NVRTC_OPTIONS:
         return None, (f"{cut(repr(options), 60)} is no list of NVRTC options; allowed: up to "
                       f"{MAX_NVRTC_OPTIONS} options, such as [-use_fast_math, --fmad=false]")
@@ -342,12 +363,40 @@ def nvrtc_option_problem(options: object) -> tuple[int | None, str] | None:
                        "--fmad=false, -maxrregcount=64)")
         if option in ALLOWED_RESERVED:
             continue
-        for names, (why, instead) in RESERVED_OPTIONS.items():
-            name = next((n for n in names if option == n or option.startswith(
-                (f"{n}=", n) if len(n) == 2 else f"{n}=")), None)
-            if name is not None:
-                return i, (f"{option!r}: {why.format(names=' / '.join(names))}; "
-                           f"allowed: {instead}")
+        name, _, value = option.partition("=")
+        if name in PTXAS_OPTIONS:
+            wrong = _ptxas_problem(option, value)
+            if wrong is not None:
+                return i, wrong
+            continue
+        wrong = _reserved(option, option, RESERVED_OPTIONS, "NVRTC", joined=True)
+        if wrong is not None:
+            return i, wrong
+    return None
+
+
+def _ptxas_problem(option: str, value: str) -> str | None:
+    """Why ``option`` (``-Xptxas=VALUE``) passes ptxas no option (its first is none), or
+    one of :data:`RESERVED_PTXAS`, or ``None``."""
+    passed = value.split(",")         # options, or the value of the one before
+    if NVRTC_OPTION.fullmatch(passed[0]) is None:
+        return (f"{option!r} passes ptxas no option; allowed: {PTXAS_OPTIONS[0]}=OPTION, "
+                "its options after = and between commas (-Xptxas=-v,--warn-on-spills)")
+    return next((wrong for part in passed
+                 if (wrong := _reserved(option, part, RESERVED_PTXAS, "ptxas")) is not None),
+                None)
+
+
+def _reserved(option: str, part: str, table: Mapping[tuple[str, ...], tuple[str, str]],
+              tool: str, *, joined: bool = False) -> str | None:
+    """Why ``part`` (``option`` itself, or one of the options ``option`` passes ptxas) is
+    one of ``table``'s, by either name, alone or with ``=VALUE`` (``joined``: a name of
+    one letter with its value run on, as ``-DVEC=2``), or ``None``."""
+    for names, (why, instead) in table.items():
+        if any(part == n or part.startswith(f"{n}=") or
+               (joined and len(n) == 2 and part.startswith(n)) for n in names):
+            return (f"{option!r}: {why.format(names=' / '.join(names), tool=tool)}; "
+                    f"allowed: {instead}")
     return None
 
 
