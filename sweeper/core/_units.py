@@ -99,7 +99,7 @@ def defined_as(expr: Expr, word: str, known: Sequence[str], kept: Sequence[str]
     Tuner names an expression reads as they are (the block's extents in y and z), are
     said where ``known`` has them."""
     ours = KERNEL_TUNER_NAMES.get(word)
-    if ours not in known:
+    if ours is None or ours not in known:
         return None
     same = [name for name in kept if name in known]
     also = f"; {' and '.join(same)} keep Kernel Tuner's names" if same else ""
