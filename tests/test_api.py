@@ -1260,3 +1260,62 @@ def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, m
                               f"finished trial is kept in {journal}: call sweeper.run again "
                               "with the same arguments to resume it")
     assert len(StudyStore(journal.parent).records()[0]) == 2
+
+
+SCALE_MODULE = '''import triton
+import triton.language as tl
+
+import sweeper
+
+
+@triton.jit
+def scale_kernel(x, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 0.5, mask=offsets < n)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 256},
+                reference=lambda x: x * 0.5)
+def scale(x, config):
+    scale_kernel[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
+'''
+
+
+def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_path,
+                                                                          monkeypatch):
+    """A notebook that runs its module's kernel, edits the module and runs again would
+    measure the code Python imported first, silently (study ``new`` recorded as
+    correct a kernel whose edit is wrong), where ``sweeper run`` measures the edit:
+    refused before anything is written, saying to restart or reload; an unedited rerun
+    is not, and the reloaded module is measured as edited."""
+    import importlib
+    import sys
+    import uuid
+
+    name = f"edited_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(SCALE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")     # a reload makes interpreter kernels
+    space = {"kernel": f"{name}:scale", "sampler": "exhaustive",
+             "params": {"block": [32], "BLOCK": [256], "n": [1024]},
+             "measure": {"warmup": 1, "repeat": 3}}
+    run = functools.partial(sweeper.run, space, device="interpret", quiet=True,
+                            report=False, gpu_check="off")
+    try:
+        assert set(run(studies_dir=tmp_path / "a").trials_dataframe().status) == {"ok"}
+        run(studies_dir=tmp_path / "a")                      # unedited: resumed
+        path.write_text(SCALE_MODULE.replace("* 0.5, mask", "* 2.0, mask"))
+        with pytest.raises(SweeperError, match=re.escape(
+                f"kernel {name}:scale: {name}.py was edited since this process imported "
+                f"{name}, whose code it keeps: a run here would measure the code from before "
+                "the edit; restart the process (a notebook's kernel), or reload it "
+                f"(importlib.reload({name}), after any module of yours it imports that was "
+                "edited), then run again")):
+            run(studies_dir=tmp_path / "b")
+        assert not (tmp_path / "b").exists()
+        importlib.reload(sys.modules[name])
+        edited = run(studies_dir=tmp_path / "b").trials_dataframe()
+        assert set(edited.status) == {"wrong_answer"}
+    finally:
+        sys.modules.pop(name, None)
