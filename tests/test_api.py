@@ -696,7 +696,7 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
     (lambda s: sweeper.Study(s).export(fromat="csv"), "Study.export() takes no keyword "
      "'fromat'; allowed: target, format, replace; did you mean 'format'?"),
     (lambda s: sweeper.Study(s).report(scales="map"), "Study.report() takes no keyword "
-     "'scales'; allowed: shared_scale, scale; did you mean 'scale'?"),
+     "'scales'; allowed: shared_scale, scale, svg, redraw; did you mean 'scale'?"),
     (lambda s: sweeper.Study(s).trials_dataframe(sample=True), "Study.trials_dataframe() "
      "takes no keyword 'sample'; allowed: samples; did you mean 'samples'?"),
 ])
@@ -1319,3 +1319,26 @@ def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_pa
         assert set(edited.status) == {"wrong_answer"}
     finally:
         sys.modules.pop(name, None)
+
+
+def test_a_studys_report_takes_the_report_commands_svg_and_redraw(tmp_path):
+    """``Study.report(svg=True)`` draws the pictures as SVG too and ``redraw=True`` draws
+    every one again, as ``sweeper report --svg`` and ``--redraw`` do (a notebook had no
+    way to either: an SVG only from ``sweeper.run(..., svg=True)``); a bad value is one
+    line naming the keyword, nothing written."""
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=tmp_path,
+                        quiet=True, report=False)
+    with pytest.raises(SweeperError, match=r"^svg: 'yes' is not True or False$"):
+        study.report(svg="yes")
+    with pytest.raises(SweeperError, match=r"^redraw: 1 is not True or False$"):
+        study.report(redraw=1)
+    assert not (study.path / "report.md").exists()
+    heatmaps = study.path / "heatmaps"
+    assert study.report(svg=True) == study.path / "report.md"
+    pngs, svgs = sorted(heatmaps.glob("*.png")), sorted(heatmaps.glob("*.svg"))
+    assert pngs and [p.stem for p in svgs] == [p.stem for p in pngs]
+    drawn = {p: p.stat().st_mtime_ns for p in pngs}
+    study.report()
+    assert {p: p.stat().st_mtime_ns for p in pngs} == drawn     # unchanged: not drawn again
+    study.report(redraw=True)
+    assert all(p.stat().st_mtime_ns != drawn[p] for p in pngs)

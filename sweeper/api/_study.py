@@ -130,18 +130,23 @@ class Study:
 
     @cut_at_call
     @entry()
-    def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
-        """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
-        report`` does; ``scale``: the heatmaps' colour scale, ``study`` (default),
-        ``problem`` or ``map``; ``shared_scale`` without it: ``problem``); returns
+    def report(self, *, shared_scale: bool = False, scale: str | None = None,
+               svg: bool = False, redraw: bool = False) -> Path:
+        """Write report.md, report.html, report.json and the heatmaps, as ``sweeper
+        report`` does with the same options: ``scale``, the heatmaps' colour scale,
+        ``study`` (default), ``problem`` or ``map`` (``shared_scale`` without it:
+        ``problem``); ``svg``, the pictures as SVG too (``--svg``); ``redraw``, every
+        picture drawn again, not only those whose numbers changed (``--redraw``).  Returns
         report.md's path."""
         from sweeper.options import SCALES
         from sweeper.report import write_report
 
         if scale is not None and scale not in SCALES:
             raise refuse("scale", scale, f"a colour scale; allowed: {', '.join(SCALES)}")
+        formats = ("png", "svg") if flag("svg", svg) else ("png",)
         return write_report(self.storage, shared_scale=flag("shared_scale", shared_scale),
-                            scale=scale).markdown
+                            scale=scale, formats=formats,
+                            redraw=flag("redraw", redraw)).markdown
 
     @cut_at_call
     def _repr_html_(self) -> str:
