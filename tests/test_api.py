@@ -1342,3 +1342,26 @@ def test_a_studys_report_takes_the_report_commands_svg_and_redraw(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in pngs} == drawn     # unchanged: not drawn again
     study.report(redraw=True)
     assert all(p.stat().st_mtime_ns != drawn[p] for p in pngs)
+
+
+def test_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_path, monkeypatch):
+    """``~`` in a path keyword is the home folder, as the shell makes it of the command's
+    arguments: ``studies_dir="~/studies"`` made a folder named ``~`` in the working
+    folder (which ``rm -rf ~`` would then be asked to clean up).  The space's path, the
+    folders of ``run``, ``load_study``, ``Study`` and an export's target alike."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / "spaces").mkdir(parents=True)
+    work.mkdir()
+    (home / "spaces" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    study = sweeper.run("~/spaces/tiny.yaml", device="interpret", studies_dir="~/studies",
+                        quiet=True, report=False, gpu_check="off", allow_path="~/spaces")
+    assert study.path == home / "studies" / "tiny-interpret"
+    assert sweeper.load_study("tiny-interpret", studies_dir=Path("~/studies")).path == \
+        study.path
+    assert sweeper.load_study("~/studies/tiny-interpret").path == study.path
+    assert sweeper.Study("~/studies/tiny-interpret").path == study.path
+    assert Path(study.export("~/tuning.json")) == home / "tuning.json"
+    assert (home / "tuning.json").exists()
+    assert not list(work.iterdir())

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper._environ import optuna_verbosity_kept
-from sweeper.api._checks import flag, folder, optional_text, refuse
+from sweeper.api._checks import flag, folder, home, optional_text, refuse
 from sweeper.core._api_errors import cut_at_call
 from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
@@ -203,6 +203,7 @@ def load_study(study: str | Path, *, storage: str | None = None,
     :class:`~sweeper.errors.StudyError` saying where it looked."""
     if not isinstance(study, (str, Path)):
         raise refuse("study", study, "a study; allowed: its folder or name, as text or a Path")
+    study = home(study)             # no study's name starts with ~
     storage = optional_text("storage", storage, "a storage; allowed: a postgresql:// URL, "
                             "or None for a study's folder")
     return Study(find_study(study, storage=storage,
@@ -293,7 +294,7 @@ def _folder(given: str | Path) -> Path:
     path it would be a folder of a mangled name (``postgresql:/u@host/db``) that is not
     there."""
     if not isinstance(given, str) or "://" not in given or Path(given).exists():
-        return Path(given)
+        return Path(home(given))
     from sweeper.store._open import SCHEMES, is_database
     from sweeper.store._url import mask_url
 
