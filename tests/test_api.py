@@ -1365,3 +1365,19 @@ def test_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_path, monkeypatc
     assert Path(study.export("~/tuning.json")) == home / "tuning.json"
     assert (home / "tuning.json").exists()
     assert not list(work.iterdir())
+
+
+def test_a_dict_or_text_studys_reproduce_line_is_a_call_that_resumes_it(tmp_path,
+                                                                        monkeypatch):
+    """A study of a space given as a dict has no file: its report said to reproduce it
+    with ``sweeper run '<dict>' ...``, a file no one has.  It says the Python call that
+    runs the space text the study keeps, and that call resumes the same study."""
+    monkeypatch.chdir(tmp_path)
+    study = sweeper.run(TINY, device="interpret", quiet=True, gpu_check="off", trials=1)
+    study.report()
+    reproduce = json.loads((study.path / "report.json").read_text())["reproduce"]
+    assert reproduce == ("sweeper.run(sweeper.load_study('tiny-interpret').space, "
+                         "device='interpret', study='tiny-interpret')")
+    assert f"reproduce: `{reproduce}`" in (study.path / "report.md").read_text()
+    again = eval(reproduce, {"sweeper": sweeper})       # the line under test
+    assert again.path == study.path and len(again.trials_dataframe()) == 2
