@@ -1262,24 +1262,6 @@ def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, m
     assert len(StudyStore(journal.parent).records()[0]) == 2
 
 
-SCALE_MODULE = '''import triton
-import triton.language as tl
-
-import sweeper
-
-
-@triton.jit
-def scale_kernel(x, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * 0.5, mask=offsets < n)
-
-
-@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 256},
-                reference=lambda x: x * 0.5)
-def scale(x, config):
-    scale_kernel[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
-'''
-
 
 def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_path,
                                                                           monkeypatch):
@@ -1294,7 +1276,7 @@ def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_pa
 
     name = f"edited_{uuid.uuid4().hex[:8]}"
     path = tmp_path / f"{name}.py"
-    path.write_text(SCALE_MODULE)
+    path.write_text(GPU_MADE)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TRITON_INTERPRET", "1")     # a reload makes interpreter kernels
     space = {"kernel": f"{name}:scale", "sampler": "exhaustive",
@@ -1305,7 +1287,7 @@ def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_pa
     try:
         assert set(run(studies_dir=tmp_path / "a").trials_dataframe().status) == {"ok"}
         run(studies_dir=tmp_path / "a")                      # unedited: resumed
-        path.write_text(SCALE_MODULE.replace("* 0.5, mask", "* 2.0, mask"))
+        path.write_text(GPU_MADE.replace("* 0.5, mask", "* 2.0, mask"))
         with pytest.raises(SweeperError, match=re.escape(
                 f"kernel {name}:scale: {name}.py was edited since this process imported "
                 f"{name}, whose code it keeps: a run here would measure the code from before "
