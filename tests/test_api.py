@@ -696,7 +696,7 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
     (lambda s: sweeper.Study(s).export(fromat="csv"), "Study.export() takes no keyword "
      "'fromat'; allowed: target, format, replace; did you mean 'format'?"),
     (lambda s: sweeper.Study(s).report(scales="map"), "Study.report() takes no keyword "
-     "'scales'; allowed: shared_scale, scale; did you mean 'scale'?"),
+     "'scales'; allowed: shared_scale, scale, svg, redraw; did you mean 'scale'?"),
     (lambda s: sweeper.Study(s).trials_dataframe(sample=True), "Study.trials_dataframe() "
      "takes no keyword 'sample'; allowed: samples; did you mean 'samples'?"),
 ])
@@ -1260,3 +1260,106 @@ def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, m
                               f"finished trial is kept in {journal}: call sweeper.run again "
                               "with the same arguments to resume it")
     assert len(StudyStore(journal.parent).records()[0]) == 2
+
+
+
+def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_path,
+                                                                          monkeypatch):
+    """A notebook that runs its module's kernel, edits the module and runs again would
+    measure the code Python imported first, silently (study ``new`` recorded as
+    correct a kernel whose edit is wrong), where ``sweeper run`` measures the edit:
+    refused before anything is written, saying to restart or reload; an unedited rerun
+    is not, and the reloaded module is measured as edited."""
+    import importlib
+    import sys
+    import uuid
+
+    name = f"edited_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(GPU_MADE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")     # a reload makes interpreter kernels
+    space = {"kernel": f"{name}:scale", "sampler": "exhaustive",
+             "params": {"block": [32], "BLOCK": [256], "n": [1024]},
+             "measure": {"warmup": 1, "repeat": 3}}
+    run = functools.partial(sweeper.run, space, device="interpret", quiet=True,
+                            report=False, gpu_check="off")
+    try:
+        assert set(run(studies_dir=tmp_path / "a").trials_dataframe().status) == {"ok"}
+        run(studies_dir=tmp_path / "a")                      # unedited: resumed
+        path.write_text(GPU_MADE.replace("* 0.5, mask", "* 2.0, mask"))
+        with pytest.raises(SweeperError, match=re.escape(
+                f"kernel {name}:scale: {name}.py was edited since this process imported "
+                f"{name}, whose code it keeps: a run here would measure the code from before "
+                "the edit; restart the process (a notebook's kernel), or reload it "
+                f"(importlib.reload({name}), after any module of yours it imports that was "
+                "edited), then run again")):
+            run(studies_dir=tmp_path / "b")
+        assert not (tmp_path / "b").exists()
+        importlib.reload(sys.modules[name])
+        edited = run(studies_dir=tmp_path / "b").trials_dataframe()
+        assert set(edited.status) == {"wrong_answer"}
+    finally:
+        sys.modules.pop(name, None)
+
+
+def test_a_studys_report_takes_the_report_commands_svg_and_redraw(tmp_path):
+    """``Study.report(svg=True)`` draws the pictures as SVG too and ``redraw=True`` draws
+    every one again, as ``sweeper report --svg`` and ``--redraw`` do (a notebook had no
+    way to either: an SVG only from ``sweeper.run(..., svg=True)``); a bad value is one
+    line naming the keyword, nothing written."""
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir=tmp_path,
+                        quiet=True, report=False)
+    with pytest.raises(SweeperError, match=r"^svg: 'yes' is not True or False$"):
+        study.report(svg="yes")
+    with pytest.raises(SweeperError, match=r"^redraw: 1 is not True or False$"):
+        study.report(redraw=1)
+    assert not (study.path / "report.md").exists()
+    heatmaps = study.path / "heatmaps"
+    assert study.report(svg=True) == study.path / "report.md"
+    pngs, svgs = sorted(heatmaps.glob("*.png")), sorted(heatmaps.glob("*.svg"))
+    assert pngs and [p.stem for p in svgs] == [p.stem for p in pngs]
+    drawn = {p: p.stat().st_mtime_ns for p in pngs}
+    study.report()
+    assert {p: p.stat().st_mtime_ns for p in pngs} == drawn     # unchanged: not drawn again
+    study.report(redraw=True)
+    assert all(p.stat().st_mtime_ns != drawn[p] for p in pngs)
+
+
+def test_paths_starting_with_a_tilde_are_in_the_home_folder(tmp_path, monkeypatch):
+    """``~`` in a path keyword is the home folder, as the shell makes it of the command's
+    arguments: ``studies_dir="~/studies"`` made a folder named ``~`` in the working
+    folder (which ``rm -rf ~`` would then be asked to clean up).  The space's path, the
+    folders of ``run``, ``load_study``, ``Study`` and an export's target alike."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / "spaces").mkdir(parents=True)
+    work.mkdir()
+    (home / "spaces" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    study = sweeper.run("~/spaces/tiny.yaml", device="interpret", studies_dir="~/studies",
+                        quiet=True, report=False, gpu_check="off", allow_path="~/spaces")
+    assert study.path == home / "studies" / "tiny-interpret"
+    assert sweeper.load_study("tiny-interpret", studies_dir=Path("~/studies")).path == \
+        study.path
+    assert sweeper.load_study("~/studies/tiny-interpret").path == study.path
+    assert sweeper.Study("~/studies/tiny-interpret").path == study.path
+    assert Path(study.export("~/tuning.json")) == home / "tuning.json"
+    assert (home / "tuning.json").exists()
+    assert not list(work.iterdir())
+
+
+def test_a_dict_or_text_studys_reproduce_line_is_a_call_that_resumes_it(tmp_path,
+                                                                        monkeypatch):
+    """A study of a space given as a dict has no file: its report said to reproduce it
+    with ``sweeper run '<dict>' ...``, a file no one has.  It says the Python call that
+    runs the space text the study keeps, and that call resumes the same study."""
+    monkeypatch.chdir(tmp_path)
+    study = sweeper.run(TINY, device="interpret", quiet=True, gpu_check="off", trials=1)
+    study.report()
+    reproduce = json.loads((study.path / "report.json").read_text())["reproduce"]
+    assert reproduce == ("sweeper.run(sweeper.load_study('tiny-interpret').space, "
+                         "device='interpret', study='tiny-interpret')")
+    assert f"reproduce: `{reproduce}`" in (study.path / "report.md").read_text()
+    again = eval(reproduce, {"sweeper": sweeper})       # the line under test
+    assert again.path == study.path and len(again.trials_dataframe()) == 2

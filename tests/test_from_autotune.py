@@ -48,6 +48,24 @@ def test_from_autotune_runs_exactly_the_listed_configs(tmp_path, capsys):
     assert {t.config.grid for t in trials} == {2048 // 128, 2048 // 256}
 
 
+def test_a_from_autotune_studys_reproduce_line_names_the_option_and_its_kernel(tmp_path):
+    """The reproduce line of a ``--from-autotune`` study passes the option and its kernel
+    as two arguments, as the command took them (quoted as one, the shell handed the
+    parser a single argument no option is)."""
+    import shlex
+
+    from sweeper.cli._parser import build_parser
+    from sweeper.report import reproduce_command
+
+    assert main(["run", "--from-autotune", ADD, "--device", "interpret", "-p",
+                 "n_elements=1024", "--studies-dir", str(tmp_path), "--quiet", "--no-report",
+                 "--trials", "1", "--gpu-check", "off"]) == 0
+    line = reproduce_command(StudyStore(tmp_path / "add-interpret").study_meta())
+    assert line == f"sweeper run --from-autotune {ADD} --device interpret --study add-interpret"
+    args = build_parser().parse_args(shlex.split(line)[1:])
+    assert (args.from_autotune, args.space, args.study) == (ADD, None, "add-interpret")
+
+
 def test_a_space_file_key_takes_the_configs_and_adds_its_own_axes(write_space):
     path = write_space(f"""
         from_autotune: {ADD}

@@ -347,6 +347,9 @@ def test_a_planted_wrong_launch_is_caught_first_or_after_timing(kernel, reason, 
     ({"grid": "cdiv(n, BLOK)"}, "kernel k: grid='cdiv(n, BLOK)' reads 'BLOK', which the "
      "kernel does not declare; known: BLOCK, block, footprint, itemsize, l2_bytes, n, sms; "
      "did you mean 'BLOCK'?"),
+    # not "give name= (a lambda has none)", which the name given was never about
+    ({"name": 5}, "sweeper.kernel: name=5 is not a name; allowed: text, such as "
+                  "name='scale'"),
 ])
 def test_a_bad_declaration_names_the_kernel_and_the_argument(kwargs, message):
     args = {"name": "k", "inputs": {"x": "n"}, "outputs": ["x"], "meta": {"BLOCK": 64},

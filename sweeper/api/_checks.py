@@ -11,6 +11,7 @@ parsers the command shares (:mod:`sweeper.options`)."""
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,18 @@ def flag(name: str, value: Any) -> bool:
 
 
 def folder(name: str, value: Any) -> str:
-    """A path keyword: text or a :class:`~pathlib.Path`, as text."""
+    """A path keyword: text or a :class:`~pathlib.Path`, as text, ``~`` expanded
+    (:func:`home`)."""
     if not isinstance(value, (str, Path)):
         raise refuse(name, value, "a path; allowed: text or a Path")
-    return str(value)
+    return home(value)
+
+
+def home(path: str | Path) -> str:
+    """``path`` with a leading ``~`` or ``~user`` as that home folder, as a shell expands
+    the command's arguments: from Python nothing does, and ``studies_dir="~/studies"``
+    made a folder named ``~`` in the working folder."""
+    return os.path.expanduser(path)
 
 
 def optional_text(name: str, value: Any, allowed: str) -> str | None:
@@ -70,10 +79,10 @@ def plain(value: Any) -> Any:
 def paths(name: str, value: Any) -> tuple[str, ...]:
     """Folders: one (text or a Path) or a list of them."""
     if isinstance(value, (str, Path)):
-        return (str(value),)
+        return (home(value),)
     if not (isinstance(value, Sequence) and all(isinstance(p, (str, Path)) for p in value)):
         raise refuse(name, value, "a folder; allowed: a path, or a list of paths")
-    return tuple(str(p) for p in value)
+    return tuple(home(p) for p in value)
 
 
-__all__ = ["flag", "folder", "optional_text", "paths", "plain", "refuse"]
+__all__ = ["flag", "folder", "home", "optional_text", "paths", "plain", "refuse"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper._environ import environ_kept, optuna_verbosity_kept
-from sweeper.api._checks import flag, folder, optional_text, paths, plain, refuse
+from sweeper.api._checks import flag, folder, home, optional_text, paths, plain, refuse
 from sweeper.api._study import Study
 from sweeper.core._api_errors import cutting
 from sweeper.core._spelling import entry
@@ -228,7 +228,7 @@ def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
     if isinstance(space, str) and ("\n" in space or space.lstrip().startswith("{")):
         path, text = STRING, space
     elif isinstance(space, (str, Path)):
-        path, text = str(space), None
+        path, text = home(space), None
     elif isinstance(space, Mapping):
         _kernel_named(space.get("kernel"))
         path, text = DICT, _yaml(space)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper._environ import optuna_verbosity_kept
-from sweeper.api._checks import flag, folder, optional_text, refuse
+from sweeper.api._checks import flag, folder, home, optional_text, refuse
 from sweeper.core._api_errors import cut_at_call
 from sweeper.core._spelling import entry
 from sweeper.errors import StudyError
@@ -130,18 +130,23 @@ class Study:
 
     @cut_at_call
     @entry()
-    def report(self, *, shared_scale: bool = False, scale: str | None = None) -> Path:
-        """Write report.md, report.html, report.json and the heatmaps (what ``sweeper
-        report`` does; ``scale``: the heatmaps' colour scale, ``study`` (default),
-        ``problem`` or ``map``; ``shared_scale`` without it: ``problem``); returns
+    def report(self, *, shared_scale: bool = False, scale: str | None = None,
+               svg: bool = False, redraw: bool = False) -> Path:
+        """Write report.md, report.html, report.json and the heatmaps, as ``sweeper
+        report`` does with the same options: ``scale``, the heatmaps' colour scale,
+        ``study`` (default), ``problem`` or ``map`` (``shared_scale`` without it:
+        ``problem``); ``svg``, the pictures as SVG too (``--svg``); ``redraw``, every
+        picture drawn again, not only those whose numbers changed (``--redraw``).  Returns
         report.md's path."""
         from sweeper.options import SCALES
         from sweeper.report import write_report
 
         if scale is not None and scale not in SCALES:
             raise refuse("scale", scale, f"a colour scale; allowed: {', '.join(SCALES)}")
+        formats = ("png", "svg") if flag("svg", svg) else ("png",)
         return write_report(self.storage, shared_scale=flag("shared_scale", shared_scale),
-                            scale=scale).markdown
+                            scale=scale, formats=formats,
+                            redraw=flag("redraw", redraw)).markdown
 
     @cut_at_call
     def _repr_html_(self) -> str:
@@ -198,6 +203,7 @@ def load_study(study: str | Path, *, storage: str | None = None,
     :class:`~sweeper.errors.StudyError` saying where it looked."""
     if not isinstance(study, (str, Path)):
         raise refuse("study", study, "a study; allowed: its folder or name, as text or a Path")
+    study = home(study)             # no study's name starts with ~
     storage = optional_text("storage", storage, "a storage; allowed: a postgresql:// URL, "
                             "or None for a study's folder")
     return Study(find_study(study, storage=storage,
@@ -288,7 +294,7 @@ def _folder(given: str | Path) -> Path:
     path it would be a folder of a mangled name (``postgresql:/u@host/db``) that is not
     there."""
     if not isinstance(given, str) or "://" not in given or Path(given).exists():
-        return Path(given)
+        return Path(home(given))
     from sweeper.store._open import SCHEMES, is_database
     from sweeper.store._url import mask_url
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sweeper.core._model import DICT
@@ -53,15 +53,19 @@ def space_and_device(source: SpaceSource, device_name: str, for_plan: bool = Fal
     return space, device
 
 
-def kernel_for(space: Any, device: Any, *, processes: bool = False) -> Any:
+def kernel_for(space: Any, device: Any, *, processes: bool = False,
+               imported: Collection[str] = ()) -> Any:
     """The space's kernel, constructed with its options; refused in one line where it
     runs on a CUDA GPU only and ``device`` launches elsewhere (a replay launches nothing),
-    named as the space names it, as ``plan`` names it saying the same, and where the
-    processes that measure cannot run it (:func:`refuse_unreachable`; ``processes``: the
-    workers are processes of their own, else trials run in this one)."""
+    named as the space names it, as ``plan`` names it saying the same, where its module,
+    among the modules ``imported`` before the run began, was edited since
+    (:func:`refuse_stale`), and where the processes that measure cannot run it
+    (:func:`refuse_unreachable`; ``processes``: the workers are processes of their own,
+    else trials run in this one)."""
     from sweeper.kernels import load_kernel
 
     kernel = load_kernel(space.kernel, space.kernel_options)
+    refuse_stale(space.kernel, kernel, imported)
     refuse_gpu_only(space.kernel, kernel.needs_gpu, device)
     refuse_unreachable(space.kernel, type(kernel).__module__, device, processes=processes)
     refuse_at_configs(space, kernel, device)
@@ -163,6 +167,33 @@ def _refuse_at_value(space: Any, device: Any, late: list[Any],
             name == "n" and n == "footprint")), exprs[0][1])
         raise SpaceError(f"on {facts.name}, {why}", file=value.origin.file,
                          line=value.origin.line, path=value.origin.path)
+
+
+def refuse_stale(name: str, kernel: Any, imported: Collection[str]) -> None:
+    """Refuse, before anything is written, kernel ``name`` whose module was among those
+    ``imported`` before the run began (a notebook's earlier ``sweeper.run``, or its own
+    ``import``) and whose files were edited since: Python keeps the module it imported,
+    so the run would measure the code from before the edit, silently, where ``sweeper
+    run`` (a new process) measures the edit.  Told where the source hash the files give
+    now (:func:`~sweeper.kernels.source_hash_unrun`, what a new process records) is not
+    the one of the code loaded; a kernel whose hash its files alone do not tell (a Kernel
+    subclass, a launch imported from another module) is not checked."""
+    from sweeper.kernels import source_hash_unrun
+
+    module = type(kernel).__module__
+    if module == "__main__" or module not in imported:
+        return
+    now = source_hash_unrun(name)
+    if now is None or now == kernel.source_hash():
+        return
+    files = [p.name for p in kernel.source_files()] or [f"{module}'s files"]
+    shown = files[0] if len(files) == 1 else f"one of {', '.join(files[:3])}" + (
+        f" ({len(files)} files)" if len(files) > 3 else "")
+    raise SweeperError(
+        f"kernel {name}: {shown} was edited since this process imported {module}, whose "
+        "code it keeps: a run here would measure the code from before the edit; restart "
+        f"the process (a notebook's kernel), or reload it (importlib.reload({module}), "
+        "after any module of yours it imports that was edited), then run again")
 
 
 def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) -> None:

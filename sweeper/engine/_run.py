@@ -150,13 +150,14 @@ def _run(options: RunOptions, started: StartAhead, opened: list[Storage]) -> Run
                      first=_runs == 0)
     if options.study is not None:
         check_study_name(option("study"), options.study)
+    imported = frozenset(sys.modules)     # a module among them may be older than its file
     # workers import torch beside this process once the space is read (a bad one: none)
     space, device = space_and_device(options.space, options.device, on_space=started)
     clock.mark("space and device")
     gpus = _gpus(options.gpus, device)
     ahead = _compile_ahead(options.compile_workers, device, len(gpus) if gpus else 1, started,
                            space)
-    kernel = kernel_for(space, device,
+    kernel = kernel_for(space, device, imported=imported,
                         processes=worker_processes(options.workers, device.measures_gpu))
     from sweeper.store._open import open_storage
     from sweeper.study import study_name

@@ -93,6 +93,9 @@ class Declaration:
         if not callable(launch):
             raise SweeperError(f"sweeper.kernel: launch must be a function (tensors..., "
                                f"config), got {type(launch).__name__}")
+        if self.name is not None and not isinstance(self.name, str):
+            raise SweeperError(f"sweeper.kernel: name={self.name!r} is not a name; allowed: "
+                               "text, such as name='scale'"[:400])
         self.refuse_triton_launch(launch)
         name = self.name or launch.__name__
         if not isinstance(name, str) or not name or name == "<lambda>":

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from sweeper.busy import Busy
+from sweeper.core._model import DICT, STRING
 from sweeper.core._units import counted
 from sweeper.space import format_size, parse_size
 from sweeper.store import StudyMeta, TrialRecord
@@ -366,11 +367,19 @@ def approx_size(nbytes: float) -> str:
 
 def reproduce_command(meta: StudyMeta) -> str:
     """The ``sweeper run`` command that reproduces a study from its study.json: its space
-    file, the device as it was opened (a replay by its table) and the study's name,
-    shell-quoted."""
+    file (or ``--from-autotune MODULE:KERNEL``, two arguments), the device as it was
+    opened (a replay by its table) and the study's name, shell-quoted.  A space given to
+    :func:`sweeper.run` as text or a dict has no file to name (its pseudo name
+    ``<dict>`` is none): the Python call that runs the text the study keeps, which
+    resumes it."""
     env = meta.environment
     device = env.get("opened_as") or meta.fingerprint.get("device", "cuda")
     if env.get("replay_table"):
         device = f"replay:{env['replay_table']}"
-    return shlex.join(["sweeper", "run", (meta.space_path or "SPACE"), "--device", device,
-                       "--study", meta.study])
+    path = meta.space_path or "SPACE"
+    if path in (STRING, DICT):
+        return (f"sweeper.run(sweeper.load_study({meta.study!r}).space, device={device!r}, "
+                f"study={meta.study!r})")
+    # the space of a --from-autotune run is recorded as that option and its argument
+    space = path.split(" ", 1) if path.startswith("--from-autotune ") else [path]
+    return shlex.join(["sweeper", "run", *space, "--device", device, "--study", meta.study])
