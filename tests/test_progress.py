@@ -359,3 +359,23 @@ def test_the_best_of_a_matmul_over_shapes_is_its_highest_tflops(tmp_path):
         bar.finish()
         line = " ".join(out.getvalue().rstrip().splitlines()[-1].split())
         assert re.search(r" best 757\.4 TFLOP/s ", line), line
+
+
+def test_a_study_measured_whole_says_so_under_a_smaller_trial_budget(write_space, tmp_path):
+    """Run again with a trial budget below the trials it holds, a study with no config
+    left shows its whole space done and stops as complete, not for the budget (which
+    said "budget: 2 trials" over a bar of 2/2, as if configs were left unmeasured)."""
+    from sweeper.devices import open_device
+    from sweeper.sweep import SilentReporter
+
+    class Bar(SilentReporter):
+        def start(self, total: int, done: int, best: Any = None) -> None:
+            self.started = (total, done)
+
+    space, device = write_space(SMALL_SPACE), open_device("interpret")
+    _, whole = sweep_study(space, device, tmp_path / "s", finals=False)
+    assert whole.stopped_by.startswith("complete") and whole.measured == 6
+    bar = Bar()
+    _, again = sweep_study(space, device, tmp_path / "s", finals=False, max_trials=2,
+                           reporter=bar)
+    assert again.stopped_by.startswith("complete") and bar.started == (6, 6)

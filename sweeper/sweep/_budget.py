@@ -335,6 +335,12 @@ class Budgets:
         if self.stop.set:
             return self.stop.reason
         taken = self.measured - self.retried + self.in_flight
+        # a space with nothing left says so before a budget it also spent (a study
+        # measured whole, run again under --trials 3, stopped at once for "budget: 3
+        # trials"); configs other workers hold are left: a spent budget takes none over
+        complete = not again and self._complete(study, taken)
+        if complete and not self.held:
+            return COMPLETE
         spent = self.spent_trials + self.in_flight
         if self.max_trials is not None and spent >= self.max_trials:
             return f"budget: {self.max_trials} trials"
@@ -344,7 +350,7 @@ class Budgets:
             what = "the finals" if self.finals_duty is not None else "the trial in flight"
             return f"budget: {self.max_time_s:g} s" + (
                 f" ({kept:.1f} s of it kept for {what})" if round(kept, 1) else "")
-        if not again and self._complete(study, taken):
+        if complete:                # the held configs taken over once free (the loop)
             return COMPLETE
         if self.repeats >= MAX_REPEATED_PROPOSALS and not again:
             return f"sampler converged: {self.repeats} proposals in a row were already measured"

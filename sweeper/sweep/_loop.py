@@ -394,8 +394,10 @@ class Sweep:
         plan = study.sampler if self.sampler_caps.plans and \
             isinstance(study.sampler, PlannedSampler) else None
         planned = plan.size if plan is not None else len(valid)
-        total = planned if self.max_trials is None else min(planned, self.max_trials)
         # the bar counts the valid configs measured, or the trial budget where it is less
+        # and leaves some unmeasured (a study measured whole shows whole under --trials 3)
+        total = planned if self.max_trials is None or \
+            measured - budgets.outside >= planned else min(planned, self.max_trials)
         shown = measured if total < planned else measured - budgets.outside
         # the bar's best is in the kernel's headline unit: across a matmul's shapes the
         # highest TFLOP/s is another trial than the highest score (GB/s)
