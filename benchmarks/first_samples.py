@@ -3,7 +3,7 @@
     python benchmarks/first_samples.py [--reps 3] [--samples 50] [--json OUT.json]
 
 On an H100 just started, sweeper's first trials of a 15 µs kernel read their first
-samples at 409, 104, 62, 36 µs before settling at 14-15 µs (docs/benchmarks.md), and
+samples at 409, 104, 62, 36 µs before settling at 14-15 µs (docs/benchmarks-log.md), and
 later trials' first samples 30-90 µs.  This script times the same sampling loop as
 sweeper's CUDA device (``CudaDevice.time``: flush, hold, event pair, launch), preceded by
 one of these warm-ups (``--warmups``), after one of four idle gaps (``--gaps``: the host's

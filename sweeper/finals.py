@@ -290,7 +290,7 @@ def final_bound_s(medians_ms: Sequence[float], duty: Duty | None, rounds: float 
     after :data:`DEFAULT_DUTY`'s cool-downs).  Each at its own median, not all at the
     slowest's: under load the first trials' medians spread over 2-24 ms for configs of
     about 1.2 ms, and priced at the slowest the finals kept 5-6 s of a 10 s budget after
-    3-5 configs (docs/benchmarks.md, "A final starts when its first round fits").
+    3-5 configs (docs/benchmarks-log.md, "A final starts when its first round fits").
     ``overhead_s``: an entrant-round's host seconds beyond its launches as this machine's
     finals measured them (``RunCosts.finals_overhead_s``), else ``FINALS_OVERHEAD_S``."""
     overhead = FINALS_OVERHEAD_S if overhead_s is None else overhead_s
