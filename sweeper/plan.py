@@ -80,7 +80,7 @@ class RunCosts:
     """What a run costs on one device beyond its trials' launches, as the last runs on
     this machine measured it (:func:`note_run`), else as on the H200: the command's
     start-up (interpreter, imports, space, device, study: 2.2-3.0 s there with the
-    bytecode a user's install writes, 4.2-6.0 s where that machine's image made Python
+    bytecode a user's install writes, 4.6-6.0 s where that machine's image made Python
     compile torch from source at every start: docs/benchmarks.md), the report
     (0.9-1.0 s for the 8 heatmaps of spaces/copy.yaml, matplotlib's import included), a
     compile per distinct binary from a cold cache, by kernel, and a proposal, by sampler

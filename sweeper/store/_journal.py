@@ -33,9 +33,11 @@ journal's entry in the study folder is fsynced too (``study.json`` and the folde
 made durable when the study is created, see :mod:`sweeper.fsio`).  A trial reported finished
 therefore survives a kill -9, an OS crash or a power cut, and a resumed study never measures
 it again: each trial is in the journal, whole, or it is measured again (exactly once).
-The fsync costs about 4 ms a record on a virtual disk (docs/benchmarks.md): small against a
-GPU trial (an H200 copy sweep spends some 58 ms a trial on compile, verification and timed
-runs: 11.8 s over 204 configs, ``python benchmarks/sweep_overhead.py``).
+The fsync costs 0.08 ms a record on the H200 machine's disk (docs/benchmarks.md), and on a
+disk another process keeps writing 0.3 ms at the median, 150 ms at the 99th percentile
+(docs/benchmarks-log.md): small against a GPU trial (an H200 copy sweep spends some 58 ms a
+trial on compile, verification and timed runs: 11.8 s over 204 configs, ``python
+benchmarks/sweep_overhead.py``).
 
 **A failed write** (disk full, quota, I/O error) may leave a torn last line, which the next
 open sets aside as above; this process writes nothing more to the journal, and the
