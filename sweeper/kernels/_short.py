@@ -48,6 +48,7 @@ from sweeper.kernels._base import (
     fill_random,
 )
 from sweeper.kernels._jit import compiling
+from sweeper.kernels._launched import mismatch, recording
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
@@ -138,6 +139,8 @@ class ShortKernel(Kernel):
                 f"allowed: {self.name} = sweeper.kernel(launch, ...), or @sweeper.kernel(...) "
                 "without the launch over the launch function")
         self.config: Config | None = None          # the last launch's: the re-launch's
+        #: the config whose first launch was checked to run its grid and block
+        self._launch_checked: Config | None = None
         #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them; or
         #: how it failed (it, or the launch asked for its arguments)
         self._kept: dict[Problem, tuple[set[tuple[int, ...]], str] | RefusalFailed] = {}
@@ -183,6 +186,17 @@ class ShortKernel(Kernel):
         self.config = config
         if isinstance(buffers, ShortBuffers):
             buffers.launches += 1
+        if config is self._launch_checked or compiling():
+            self._launch(buffers, config)
+            return
+        with recording() as launched:      # a config's first launch: did it run the config?
+            self._launch(buffers, config)
+        self._launch_checked = config
+        wrong = mismatch(launched, config.grid, config.num_warps)
+        if wrong is not None:
+            raise SweeperError(f"the launch of kernel {self.name} {wrong}")
+
+    def _launch(self, buffers: Buffers, config: Config) -> None:
         hooks = self.autotune_hooks
         if hooks is None:
             self.plan.launch(**buffers.tensors, config=config)
