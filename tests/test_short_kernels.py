@@ -743,3 +743,15 @@ def test_a_launch_of_a_second_kernel_or_of_none_is_no_mismatch():
     assert mismatch([Launched("mm", None, 2)], 64, 2) is None
     assert mismatch([], 64, 2) is None
     assert mismatch([Launched("mm", 64, None)], 64, 2) is not None
+
+
+def test_a_launch_adding_y_and_z_of_its_own_runs_the_configs_grid_in_x():
+    """``fn[(config.grid, heads)]`` runs the config's grid in x, as a batched or per-head
+    launch writes it: its programs in x are what is compared, not all its programs."""
+    from sweeper.kernels._launched import _launched
+
+    def fn() -> None: ...
+
+    assert _launched(fn, (64, 12), (), {"num_warps": 4}).programs == 64
+    assert _launched(fn, lambda meta: (64, 3, 2), (), {}).programs == 64
+    assert _launched(fn, 64, (), {}).programs == 64

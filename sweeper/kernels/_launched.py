@@ -6,7 +6,6 @@ would then be exported with a grid or block it never ran on."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,9 +17,10 @@ TRITON_NUM_WARPS = 4
 
 @dataclass(frozen=True)
 class Launched:
-    """One ``fn[grid](...)``: the function's name, its programs (the grid's extents
-    multiplied; ``None`` where a grid function could not be evaluated here) and its
-    ``num_warps`` (``None`` where none was given)."""
+    """One ``fn[grid](...)``: the function's name, its programs in x (the grid's first
+    extent: a launch may add y and z of its own, ``(config.grid, heads)``; ``None`` where a
+    grid function could not be evaluated here) and its ``num_warps`` (``None`` where none
+    was given)."""
 
     name: str
     programs: int | None
@@ -69,7 +69,7 @@ def _launched(fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any])
             grid = grid({**dict(zip(getattr(fn, "arg_names", ()), args, strict=False)),
                          **kwargs})
         extents = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
-        programs: int | None = math.prod(int(e) for e in extents)
+        programs: int | None = int(extents[0])
     except Exception:  # noqa: BLE001  a grid function this cannot evaluate: nothing to compare
         programs = None
     return Launched(name, programs, warps if isinstance(warps, int) else None)
