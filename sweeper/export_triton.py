@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sweeper import dispatch
+from sweeper.core._facts import INTERPRETER
 from sweeper.core._model import CACHE_MODES
 from sweeper.core._units import DTYPE_ALIASES
 from sweeper.errors import SweeperError
@@ -479,6 +480,7 @@ def render(data: dict[str, Any], module: str = "tuned_mod") -> str:
             + f"_GRIDS = {{\n{functions}\n}}\n"
             + f"_FOOTPRINT = {footprint}\n_ITEMSIZE = {itemsizes}\n"
             + f"_CACHE_MODES = {CACHE_MODES!r}\n_FAR_RATIO = {FAR_RATIO!r}\n"
+            + f"_INTERPRETER = {INTERPRETER!r}\n"
             + f"_DTYPE_ALIASES = {json.dumps(dict(DTYPE_ALIASES), sort_keys=True)}\n" + BUILD)
 
 
@@ -575,20 +577,30 @@ def _gpu(gpu):
     if gpu is None and len(GPUS) == 1:
         return next(iter(GPUS))
     if gpu is None:
-        import torch
-
-        gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "?"
+        gpu = _this_device()
     for name in GPUS:
         if name.removeprefix("replay: ") == gpu.removeprefix("replay: "):
             return name
     raise KeyError(f"no configs for GPU {gpu!r}; this module has {', '.join(GPUS)}")
 
 
+def _this_device():
+    """The device this process launches on, as studies name it (sweeper.tuned's rule):
+    the Triton interpreter where TRITON_INTERPRET is on or where no CUDA device is,
+    else the first CUDA device."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return _INTERPRETER
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else _INTERPRETER
+
+
 def configs(k=None, gpu=None, dtype=None, cache="cold", **dims):
     """Distinct triton.Configs for GPU gpu (default: the only one, else this process's
-    GPU), at most k of them (a whole number of at least 1; anything else is a
-    ValueError), of winners measured in the cache mode cache: cold (the L2 flushed
-    before each sample, the default) or warm; a GPU whose winners were measured in the
+    device: the interpreter under TRITON_INTERPRET=1 or without a GPU), at most k of
+    them (a whole number of at least 1; anything else is a ValueError), of winners
+    measured in the cache mode cache: cold (the L2 flushed before each sample, the
+    default) or warm; a GPU whose winners were measured in the
     other mode is a KeyError saying so, never served in its place.  Without dims: the
     top k (k=None: 4), each tuned problem's winner first, then by geometric mean
     slowdown.  With the problem's dims (every name of

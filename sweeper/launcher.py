@@ -77,6 +77,10 @@ class TunedKernel:
         positions = [names.index(k) for k in key]
         self._values = itemgetter(*positions)
         self._needed = max(positions) + 1
+        #: the most positional arguments the hot path takes: fewer than the position of
+        #: the first argument a tuned config sets (a call giving it takes the full path,
+        #: which refuses it)
+        self._most = len(names)
         self._dtype_at = 0
         self._cache: dict[ShapeKey, Callable[..., Any]] = {}
         self._warned: set[str] = set()
@@ -115,7 +119,7 @@ class TunedKernel:
         # first call at a shape leaves with the traceback of the call alone, as
         # cut_at_call lets an API call's leave
         try:
-            if not kwargs and len(args) >= self._needed:
+            if not kwargs and self._needed <= len(args) <= self._most:
                 try:
                     launch = self._cache[(self._values(args), args[self._dtype_at].dtype)]
                 except (KeyError, AttributeError, IndexError, TypeError):
@@ -137,6 +141,7 @@ class TunedKernel:
         except TypeError:               # a key value that is no size: _lookup says so
             launch = None
         if launch is not None:
+            self._refuse_tuned_arguments(launch, bound)
             return launch(*args, **kwargs)
         try:                            # a shape's first call: what fails is said here
             return self._prepare(cache_key, shape, dtype, bound, args, kwargs)(*args,
@@ -148,6 +153,22 @@ class TunedKernel:
                 f"tuned_kernel {self.name}: Triton finds no GPU driver for this call "
                 f"({err}); on the CPU set TRITON_INTERPRET=1 before triton is first "
                 "imported, so that the kernel runs in Triton's interpreter") from None
+
+    def _refuse_tuned_arguments(self, launch: Callable[..., Any],
+                                bound: Mapping[str, Any]) -> None:
+        """Refuse a call that gives a launch option or meta-parameter the tuned config
+        sets: given by keyword it replaced the tuned value while the grid stayed the one
+        computed for it (a larger ``BLOCK``'s grid left most of the output unwritten,
+        silently), and given by position Triton failed with "multiple values"."""
+        tuned = getattr(launch, "keywords", {})
+        given = [k for k in bound if k in tuned]
+        if given:
+            k = given[0]
+            raise SweeperError(
+                f"tuned_kernel {self.name}: the call gives {k}={bound[k]!r}, which the tuned "
+                f"config sets with its grid ({k}={tuned[k]!r}); allowed: leave "
+                f"{', '.join(given)} out of the call (to launch with values of your own, "
+                "call the @triton.jit function itself)")
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments by name; every key argument must be there."""
@@ -218,6 +239,9 @@ class TunedKernel:
                      "its candidates at a shape's first call")
             self._warned |= doubts
         launch = self._bound_launch(config)
+        self._refuse_tuned_arguments(launch, bound)
+        self._most = min([self._most] + [self._names.index(k) for k in config.meta
+                                         if k in self._names])
         if self.measure_untuned and config.distance > 0 and len(config.candidates) > 1:
             launch = self._measure(cache_key, config, shape, bound, args, kwargs)
         self._cache[cache_key] = launch

@@ -218,3 +218,19 @@ def _true_at_1024(config):
 refuses_big_blocks = _scale_refusing("refuses_big_blocks", _at_most_256)
 refuse_raises_at_1024 = _scale_refusing("refuse_raises_at_1024", _raises_at_1024)
 refuse_says_true_at_1024 = _scale_refusing("refuse_says_true_at_1024", _true_at_1024)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def own_grid(x, config):
+    """A launch on a grid of its own (Triton's idiom), whatever grid the config sweeps."""
+    n = x.numel()
+    scale_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](
+        x, n, A, num_warps=config.num_warps, **config.meta)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def default_warps(x, config):
+    """A launch that gives no num_warps: Triton's default 4, whatever block it sweeps."""
+    scale_kernel[(config.grid,)](x, x.numel(), A, **config.meta)

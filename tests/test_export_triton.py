@@ -833,3 +833,27 @@ def test_a_modules_configs_and_pick_give_warm_winners_only_where_warm_is_asked(t
     with pytest.raises(KeyError, match=r"measured warm; its winners were measured cold only "
                        r"\(L2 flushed\): ask for cache='cold'"):
         cold.configs(cache="warm")
+
+
+def test_a_module_of_several_devices_serves_the_interpreters_under_it(tmp_path, monkeypatch):
+    """A module holding a GPU's winners and the interpreter's (README: exporting another
+    device's study adds it) gave ``configs()`` on a machine without a GPU a ``KeyError``
+    for GPU '?', and under ``TRITON_INTERPRET=1`` on a GPU machine the GPU's winners for
+    interpreted launches; it takes the device as ``sweeper.tuned`` does: the interpreter
+    where it is on or where no CUDA device is."""
+    import torch
+
+    out = tmp_path / "tuned_copy.py"
+    export_triton(study(tmp_path / "a"), out)
+    export_triton(study(tmp_path / "b", gpu="Triton interpreter (CPU)",
+                        rows=[(1 << 20, "sms", 32, 128, 3, 1.0)], final=False), out)
+    mod = load(out)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert [c.kwargs for c in mod.configs()] == [{"BLOCK": 128}]
+    assert mod.grid({"n": 1 << 18, "BLOCK": 128}) == (132,)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert [c.kwargs for c in mod.configs()] == [{"BLOCK": 128}]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H200")
+    assert mod.configs(k=1)[0].kwargs == {"BLOCK": 1024}

@@ -188,7 +188,12 @@ def _declare(configs: list, key: list[str]) -> None:
     ([triton.Config({"BLOCK": 64}, num_warps=3)], ["n"], "kernel k: autotune config 0 (",
      "): num_warps=3; allowed: 1, 2, 4, 8, 16, 32"),
     ([triton.Config({"BLOCK": 64.5})], ["n"], "kernel k: autotune config 0 (",
-     "): every kwarg must be an integer, got {'BLOCK': 64.5}"),
+     "): BLOCK=64.5; allowed: an integer for every kwarg"),
+    # a bool is an int to Python: "must be an integer, got {..., 'SPLIT': True}" puzzled;
+    # the kwarg is named, and what to write instead
+    ([triton.Config({"BLOCK": 64, "SPLIT": True})], ["n"], "kernel k: autotune config 0 (",
+     "): SPLIT=True; allowed: an integer for every kwarg (a switch as 1 or 0, which "
+     "`if FLAG:` reads as True and False)"),
     # a misspelt constexpr: refused as declared, not a TypeError from every config's launch
     ([triton.Config({"BLOCK": 64}), triton.Config({"BLOCKS": 128})], ["n"],
      "kernel k: autotune config 1 (", ") sets BLOCKS, which is not an argument of _body; "

@@ -389,7 +389,7 @@ def test_plan_refuses_a_comprehension_it_cannot_build(module, tmp_path, capsys, 
     name, marker = module(AUTOTUNE_COMPUTED.replace("configs=configs()", f"configs={configs}"))
     rc, _, err = _plan(tmp_path, capsys, f"from_autotune: {name}:tuned\n")
     assert rc == 2 and not marker.exists()
-    assert f"(autotuned= at {name}.py:14 (not a literal))" in err
+    assert f"(autotuned= at {name}.py:14 (not a literal at {name}.py:9))" in err
 
 
 def test_plan_lists_the_configs_of_a_literal_autotune(tmp_path, capsys):
@@ -401,13 +401,16 @@ def test_plan_lists_the_configs_of_a_literal_autotune(tmp_path, capsys):
 
 
 def test_plan_refuses_computed_autotune_configs_naming_them(module, tmp_path, capsys):
+    """The Triton tutorials' ``configs=configs()``: the reason names the line of
+    ``configs=``, not only ``autotuned=``'s, which names the function by a name and sent
+    a reader looking for a literal there."""
     name, marker = module(AUTOTUNE_COMPUTED)
     rc, _, err = _plan(tmp_path, capsys, f"from_autotune: {name}:tuned\n")
     assert rc == 2 and not marker.exists()
     assert err == (f"{tmp_path / 's.yaml'}:1: from_autotune: the configs of '{name}:tuned' "
                    f"could not be read from its source (autotuned= at {name}.py:14 (not a "
-                   "literal)), and `sweeper plan` imports no user code; `sweeper run` and "
-                   "`sweeper ab` read them\n")
+                   f"literal at {name}.py:9)), and `sweeper plan` imports no user code; "
+                   "`sweeper run` and `sweeper ab` read them\n")
 
 
 BOUNDED = MARK + """

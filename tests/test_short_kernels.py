@@ -704,3 +704,57 @@ def test_every_config_refused_says_why_nothing_was_measured(tmp_path, write_spac
     assert rc == 1 and "Traceback" not in err, err
     assert "no config was measured: 2 skipped by the kernel (1 of them: BLOCK=512 is more " \
         "than this kernel's 256)" in err, err
+
+
+@pytest.mark.parametrize(("kernel", "params", "reason"), [
+    ("own_grid", {"grid": ["1", "cdiv(n, BLOCK)"]},
+     "SweeperError: the launch of kernel own_grid ran scale_kernel on 4 programs, never on "
+     "the config's grid of 1: pass (config.grid,) as the grid (fn[(config.grid,)](...)), or "
+     "sweep the grid the launch computes as params.grid (an expression, e.g. "
+     "\"cdiv(n, BLOCK)\")"),
+    ("default_warps", {"block": [32, 128]},
+     "SweeperError: the launch of kernel default_warps ran scale_kernel with num_warps=4 "
+     "(Triton's default: the launch gave none), not the config's block of 32 threads "
+     "(num_warps=1): pass num_warps=config.num_warps"),
+])
+def test_a_launch_that_ignores_the_configs_grid_or_block_fails_it(kernel, params, reason,
+                                                                  tmp_path, write_space):
+    """A launch on its own grid lambda measured the same launch under each swept grid's
+    name, and the winner went out with a grid it never ran on (grid=1 on a kernel of one
+    block a program: the tuned launch left most of its output unwritten); a launch without
+    ``num_warps`` did the same for the block.  The config whose launch ran another grid
+    or block fails with what to pass; the one it did run is measured."""
+    space = write_space(json.dumps({
+        "study": kernel, "kernel": f"tests.short_kernels_for_tests:{kernel}",
+        "sampler": "exhaustive", "params": {"BLOCK": [256], "n": [1024], **params},
+        "measure": {"warmup": 1, "repeat": 3}}))
+    main(["run", str(space), "--device", "interpret", "--studies-dir", str(tmp_path),
+          "--quiet", "--no-report"])
+    trials, _ = StudyStore(tmp_path / f"{kernel}-interpret").records()
+    assert len(trials) == 2
+    failed, = [t for t in trials if t.status is not TrialStatus.OK]
+    assert failed.status is TrialStatus.CRASHED and failed.reason == reason, failed.reason
+
+
+def test_a_launch_of_a_second_kernel_or_of_none_is_no_mismatch():
+    """A split-K launch's reduction runs on a grid of its own beside the config's, a grid
+    function that cannot be evaluated outside Triton says nothing, and a launch of no
+    Triton kernel (CUDA C, torch) has nothing to compare."""
+    from sweeper.kernels._launched import Launched, mismatch
+
+    assert mismatch([Launched("mm", 64, 4), Launched("reduce", 8, None)], 64, 4) is None
+    assert mismatch([Launched("mm", None, 2)], 64, 2) is None
+    assert mismatch([], 64, 2) is None
+    assert mismatch([Launched("mm", 64, None)], 64, 2) is not None
+
+
+def test_a_launch_adding_y_and_z_of_its_own_runs_the_configs_grid_in_x():
+    """``fn[(config.grid, heads)]`` runs the config's grid in x, as a batched or per-head
+    launch writes it: its programs in x are what is compared, not all its programs."""
+    from sweeper.kernels._launched import _launched
+
+    def fn() -> None: ...
+
+    assert _launched(fn, (64, 12), (), {"num_warps": 4}).programs == 64
+    assert _launched(fn, lambda meta: (64, 3, 2), (), {}).programs == 64
+    assert _launched(fn, 64, (), {}).programs == 64

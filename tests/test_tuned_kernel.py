@@ -538,3 +538,28 @@ def test_a_function_named_otherwise_than_its_tuned_kernel_is_told_to_pass_name(t
     with pytest.raises(SweeperError) as err:
         sweeper.tuned_kernel(tuning, key=["n"], gpu=GPU)(Spy(fn.fn))(x64, x64, 1024)
     assert "pass name=" not in str(err.value)
+
+
+def test_a_call_that_gives_a_tuned_meta_parameter_is_refused(tuning):
+    """A call that passed ``BLOCK`` itself replaced the tuned one while the grid stayed
+    the one computed for it: ``BLOCK=64`` on 8 programs tuned for ``BLOCK=128`` left half
+    of ``y`` unwritten, silently (and given by position, Triton failed with "multiple
+    values for argument"); such a call is refused, naming what to leave out, before
+    anything launches."""
+    k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(
+        jit(_copy_body, interpret=True))
+    x, y = torch.randn(1024), torch.zeros(1024)
+    for args, kwargs in (((x, y, 1024), {"BLOCK": 64}), ((x, y, 1024, 64), {}),
+                         ((x, y, 1024), {"num_warps": 4})):
+        for _ in range(2):                     # the first call at the shape, then a cached one
+            with pytest.raises(SweeperError) as err:
+                k(*args, **kwargs)
+            given = next(iter(kwargs), "BLOCK")
+            tuned = {"BLOCK": 128, "num_warps": 2}[given]
+            assert str(err.value) == (
+                f"tuned_kernel copy1d: the call gives {given}={kwargs.get(given, 64)!r}, "
+                f"which the tuned config sets with its grid ({given}={tuned}); allowed: leave "
+                f"{given} out of the call (to launch with values of your own, call the "
+                "@triton.jit function itself)")
+        k(x, y, 1024)
+    assert not y.eq(0).any() and torch.equal(x, y)

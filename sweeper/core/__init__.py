@@ -11,7 +11,7 @@ Kernels, devices, bounds and the plugin registry are built on this; the space pa
 
 from sweeper.core._bulk import bulk
 from sweeper.core._expr import Expr, cdiv, evaluate, parse
-from sweeper.core._facts import DeviceFacts
+from sweeper.core._facts import INTERPRETER, DeviceFacts
 from sweeper.core._model import (
     THREAD_BLOCKS,
     WARP_BLOCKS,
@@ -40,6 +40,7 @@ from sweeper.core._units import DECLARED_ONLY, DTYPES, format_size, parse_durati
 __all__ = [
     "DECLARED_ONLY",
     "DTYPES",
+    "INTERPRETER",
     "THREAD_BLOCKS",
     "WARP_BLOCKS",
     "Axis",

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The name studies, tuning files and Triton modules give the Triton interpreter on the
+#: CPU, as they give a GPU its own.
+INTERPRETER = "Triton interpreter (CPU)"
+
 
 @dataclass(frozen=True)
 class DeviceFacts:

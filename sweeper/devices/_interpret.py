@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from sweeper._environ import one_blas_thread
 from sweeper.bounds import Bounds
-from sweeper.core import DeviceFacts, MeasureSpec
+from sweeper.core import INTERPRETER, DeviceFacts, MeasureSpec
 from sweeper.devices._base import Device, Launch, Measured, PlanCosts
 from sweeper.measure import time_host
 
@@ -84,7 +84,7 @@ class InterpretDevice(Device):
 
     def __init__(self) -> None:
         os.environ.update(self.sets_env)         # set before any kernel is built
-        self._facts = DeviceFacts(name="Triton interpreter (CPU)", sms=os.cpu_count() or 1,
+        self._facts = DeviceFacts(name=INTERPRETER, sms=os.cpu_count() or 1,
                                   l2_bytes=_cpu_l2_bytes(), max_footprint=MAX_FOOTPRINT)
 
     def facts(self) -> DeviceFacts:

@@ -274,8 +274,12 @@ def _rows(kernel: str, configs: list[Any], arg_names: Any = None,
                 raise SweeperError(f"{where} sets {attr}; sweeper sweeps kwargs, num_warps "
                                    f"and num_stages only ({attr} must stay {unused})")
         kwargs = getattr(config, "kwargs", {})
-        if not all(type(v) is int for v in kwargs.values()):
-            raise SweeperError(f"{where}: every kwarg must be an integer, got {kwargs!r}")
+        bad = next((k for k, v in kwargs.items() if type(v) is not int), None)
+        if bad is not None:
+            switch = " (a switch as 1 or 0, which `if FLAG:` reads as True and False)" \
+                if isinstance(kwargs[bad], bool) else ""
+            raise SweeperError(f"{where}: {bad}={kwargs[bad]!r}; allowed: an integer for "
+                               f"every kwarg{switch}")
         warps = getattr(config, "num_warps", 4)
         if warps not in BLOCKS:
             raise SweeperError(f"{where}: num_warps={warps!r}; allowed: "

@@ -48,6 +48,7 @@ from sweeper.kernels._base import (
     fill_random,
 )
 from sweeper.kernels._jit import compiling
+from sweeper.kernels._launched import mismatch, recording
 from sweeper.kernels._tensors import Factory, TensorSpec, difference, made_by
 
 if TYPE_CHECKING:
@@ -138,6 +139,9 @@ class ShortKernel(Kernel):
                 f"allowed: {self.name} = sweeper.kernel(launch, ...), or @sweeper.kernel(...) "
                 "without the launch over the launch function")
         self.config: Config | None = None          # the last launch's: the re-launch's
+        #: the configs whose first launch was checked to run their grid and block (the
+        #: finals launch their entrants in turn: each is checked once, not at every turn)
+        self._launch_checked: set[tuple[Any, ...]] = set()
         #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them; or
         #: how it failed (it, or the launch asked for its arguments)
         self._kept: dict[Problem, tuple[set[tuple[int, ...]], str] | RefusalFailed] = {}
@@ -183,6 +187,18 @@ class ShortKernel(Kernel):
         self.config = config
         if isinstance(buffers, ShortBuffers):
             buffers.launches += 1
+        key = (config.problem, config.grid, config.block, tuple(sorted(config.meta.items())))
+        if key in self._launch_checked or compiling():
+            self._launch(buffers, config)
+            return
+        with recording() as launched:      # a config's first launch: did it run the config?
+            self._launch(buffers, config)
+        self._launch_checked.add(key)
+        wrong = mismatch(launched, config.grid, config.num_warps)
+        if wrong is not None:
+            raise SweeperError(f"the launch of kernel {self.name} {wrong}")
+
+    def _launch(self, buffers: Buffers, config: Config) -> None:
         hooks = self.autotune_hooks
         if hooks is None:
             self.plan.launch(**buffers.tensors, config=config)

@@ -1023,7 +1023,7 @@ class _Reader:
             [node.func] if isinstance(node, ast.Call) else []
         for call in calls:
             if isinstance(call, ast.Call) and last_name(call.func) == "autotune":
-                options = {k.arg: reader.read_there(k.value, reader is not self)
+                options = {k.arg: reader.read_there(k.value)
                            for k in call.keywords if k.arg in ("configs", "key")}
                 return SimpleNamespace(configs=list(options.get("configs", ())),
                                        keys=list(options.get("key", ())), fn=print,
@@ -1040,15 +1040,13 @@ class _Reader:
                              "@triton.autotune(...) function its source shows")
         raise NotLiteral
 
-    def read_there(self, node: ast.AST, elsewhere: bool) -> Any:
-        """:meth:`read` of ``node``; where it is not read and the declaration that names
-        it is ``elsewhere`` (another module's), the reason says where it is, which the
-        declaration's own line does not show."""
+    def read_there(self, node: ast.AST) -> Any:
+        """:meth:`read` of ``node`` (the autotuner's ``configs=`` or ``key=``); where it is
+        not read, the reason says where it is, which the declaration's own line, naming
+        the function, does not show (the Triton tutorials' ``configs=get_configs()``)."""
         try:
             return self.read(node)
         except NotLiteral as err:
-            if not elsewhere:
-                raise
             raise NotLiteral(f"{err} at {self.where(node)}") from None
 
 

@@ -1,0 +1,99 @@
+"""Which Triton kernels a short kernel's launch ran, on how many programs and with how many
+warps: what its first launch of each config is checked against, so that a launch that
+ignores the config's grid or block (a grid lambda of its own, ``num_warps`` left out) fails
+its trial instead of measuring one launch under the names of many configs, whose winner
+would then be exported with a grid or block it never ran on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+#: Triton's own default ``num_warps``, which a launch that passes none runs with.
+TRITON_NUM_WARPS = 4
+
+
+@dataclass(frozen=True)
+class Launched:
+    """One ``fn[grid](...)``: the function's name, its programs in x (the grid's first
+    extent: a launch may add y and z of its own, ``(config.grid, heads)``; ``None`` where a
+    grid function could not be evaluated here) and its ``num_warps`` (``None`` where none
+    was given)."""
+
+    name: str
+    programs: int | None
+    num_warps: int | None
+
+
+@contextmanager
+def recording() -> Iterator[list[Launched]]:
+    """Within it, every ``fn[grid](...)`` of a ``@triton.jit`` function (compiled or
+    interpreted) is recorded, then launched as ever; everything is put back after."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    seen: list[Launched] = []
+    saved = {cls: cls.__dict__.get("__getitem__") for cls in (JITFunction, InterpretedFunction)}
+
+    def recorded(original: Any) -> Any:
+        def getitem(fn: Any, grid: Any) -> Any:
+            launch = original(fn, grid)
+
+            def run(*args: Any, **kwargs: Any) -> Any:
+                seen.append(_launched(fn, grid, args, kwargs))
+                return launch(*args, **kwargs)
+            return run
+        return getitem
+
+    for cls in saved:
+        cls.__getitem__ = recorded(cls.__getitem__)
+    try:
+        yield seen
+    finally:
+        for cls, original in saved.items():
+            if original is None:
+                del cls.__getitem__
+            else:
+                cls.__getitem__ = original
+
+
+def _launched(fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launched:
+    """What one launch ran, its grid function evaluated on its arguments by name as
+    Triton evaluates it."""
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    warps = kwargs.get("num_warps")
+    try:
+        if callable(grid):
+            grid = grid({**dict(zip(getattr(fn, "arg_names", ()), args, strict=False)),
+                         **kwargs})
+        extents = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+        programs: int | None = int(extents[0])
+    except Exception:  # noqa: BLE001  a grid function this cannot evaluate: nothing to compare
+        programs = None
+    return Launched(name, programs, warps if isinstance(warps, int) else None)
+
+
+def mismatch(launched: list[Launched], grid: int, num_warps: int) -> str | None:
+    """Why ``launched`` (a launch's Triton kernels) did not run the config of ``grid``
+    programs and ``num_warps``: ``None`` where one of them ran on that grid and one with
+    those warps (a second kernel, a split-K reduction, may run on a grid of its own), or
+    where no Triton kernel ran (a CUDA C or torch launch)."""
+    if not launched:
+        return None
+    if not any(k.programs in (None, grid) for k in launched):
+        ran = ", ".join(f"{k.name} on {k.programs}" for k in launched)
+        return (f"ran {ran} programs, never on the config's grid of {grid}: pass "
+                "(config.grid,) as the grid (fn[(config.grid,)](...)), or sweep the grid "
+                "the launch computes as params.grid (an expression, e.g. "
+                "\"cdiv(n, BLOCK)\")")
+    used = [TRITON_NUM_WARPS if k.num_warps is None else k.num_warps for k in launched]
+    if num_warps not in used:
+        given = launched[0].num_warps
+        ran = f"num_warps={used[0]}" + (" (Triton's default: the launch gave none)"
+                                         if given is None else "")
+        return (f"ran {launched[0].name} with {ran}, not the config's block of "
+                f"{32 * num_warps} threads (num_warps={num_warps}): pass "
+                "num_warps=config.num_warps")
+    return None
