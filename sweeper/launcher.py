@@ -180,14 +180,18 @@ class TunedKernel:
         return bound
 
     def _dtype(self, args: Sequence[Any], bound: Mapping[str, Any]) -> Any:
-        """The dtype of the first tensor argument, in the kernel's order; its position,
-        when passed positionally, is where the hot path reads it from then on."""
-        for i, name in enumerate(self._names):
-            dtype = getattr(bound.get(name), "dtype", None)
-            if dtype is not None:
-                if i < len(args):
-                    self._dtype_at = i
-                return dtype
+        """The dtype of the first tensor argument, in the kernel's order, at which an
+        entry of this kernel was tuned, else of the first tensor argument (a gather's
+        int64 index table ahead of its float32 data is not what it was tuned at); its
+        position, when passed positionally, is where the hot path reads it from then on."""
+        tuned = {e.dtype for e in self.tuning.entries if e.is_for(self.name)}
+        found = [(i, dtype) for i, name in enumerate(self._names)
+                 if (dtype := getattr(bound.get(name), "dtype", None)) is not None]
+        for i, dtype in sorted(found, key=lambda f: str(f[1]).removeprefix("torch.")
+                               not in tuned):
+            if i < len(args):
+                self._dtype_at = i
+            return dtype
         raise SweeperError(f"tuned_kernel {self.name}: no tensor argument to read the "
                            "dtype from")
 

@@ -374,6 +374,22 @@ def test_the_dtype_comes_from_the_first_tensor_wherever_it_is(tuning):
         n_first(1024, None, None)
 
 
+def test_the_dtype_is_the_first_tensors_the_kernel_was_tuned_at(tuning):
+    """A gather's int64 index table ahead of its float32 data: the dtype is the data's,
+    which the kernel was tuned at, not "no tuned config for copy1d int64"."""
+    x, index = torch.randn(1024), torch.arange(1024)
+    gather = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(
+        type("Stub", (), {"arg_names": ["index", "x", "y", "n", "BLOCK"],
+                          "__name__": "copy1d",
+                          "__getitem__": lambda self, grid: lambda *a, **o: None})())
+    for _ in range(3):
+        gather(index, x, x, 1024)
+    assert gather.lookups == 1                          # the hot path reads x's dtype
+    assert gather.config(index, x, x, 1024).dtype == "float32"
+    with pytest.raises(SweeperError, match="no tuned config for copy1d int64 n=1024"):
+        gather(index, index, index, 1024)           # no tensor at a dtype tuned: the first
+
+
 #: n -> (block, BLOCK, median ms) of each config measured there: three per tuned shape
 MEASURED = {1024: [(64, 128, 1.0), (128, 256, 1.2), (32, 64, 1.5)],
             65536: [(128, 1024, 1.0), (256, 2048, 1.1), (64, 512, 1.3)]}
