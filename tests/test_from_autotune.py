@@ -638,6 +638,29 @@ def test_a_post_hook_is_refused_at_its_declaration(tmp_path, monkeypatch, capsys
         sys.modules.pop("posthooked", None)
 
 
+def test_a_wrong_declaration_is_refused_at_the_from_autotune_line(tmp_path, monkeypatch):
+    """A space naming its kernel by ``from_autotune:`` has no ``kernel:`` key: the
+    declaration's error names the key the file has, at its line."""
+    from sweeper.space import load_space
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "baddecl.py").write_text(
+        "import triton\nimport triton.language as tl\nimport sweeper\n\n"
+        "@triton.autotune(configs=[triton.Config({'BLOCK': 64})], key=['n'])\n"
+        "@triton.jit\ndef body(x, n, BLOCK: tl.constexpr):\n    pass\n\n"
+        "K = sweeper.kernel(lambda x, config: None, name='k', inputs={'x': 'n'},\n"
+        "                   outputs=['x'], reference=lambda x: x, autotuned=body,\n"
+        "                   footprint_bytes='m * itemsize')\n")
+    (tmp_path / "space.yaml").write_text("study: s\nfrom_autotune: baddecl:K\n")
+    try:
+        with pytest.raises(SweeperError) as refused:
+            load_space(tmp_path / "space.yaml")
+        assert str(refused.value) == (f"{tmp_path / 'space.yaml'}:2: from_autotune: kernel k: "
+                                      "footprint_bytes reads 'm'; known: n, itemsize")
+    finally:
+        sys.modules.pop("baddecl", None)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(("name", "measure"), [
     ("total", "{}"), ("total", "{graph: true, batch: 4}"), ("restored", "{graph: true}"),

@@ -301,11 +301,13 @@ class _Parser:
         study = data.get("study", default_study)
         if study_name_problem(study):
             raise self.error("study", str(study_name_problem(study)))
+        # the key that names the kernel, where its declaration's errors point
+        named_by = "from_autotune" if "from_autotune" in data else "kernel"
         if "from_autotune" in data:
             data = self.from_autotune(data)
         if "kernel" not in data:
             raise self.error("", "missing key 'kernel'; give a built-in name or module:attr")
-        kernel_name, options = self.declared(data["kernel"], data.get("params"))
+        kernel_name, options = self.declared(data["kernel"], data.get("params"), named_by)
         if "params" not in data:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
@@ -823,12 +825,14 @@ class _Parser:
             fields["duty"], fields["duty_s"] = fields["duty"]
         return MeasureSpec(**fields), list(CACHE_MODES) if cache == "both" else [cache]
 
-    def declared(self, value: Any, params: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def declared(self, value: Any, params: Any, named_by: str = "kernel"
+                 ) -> tuple[str, tuple[tuple[str, str], ...]]:
         """The kernel ``kernel:`` names (a name, or a mapping of its name and options) and
         its options (:meth:`kernel_options`); the declaration the kernel makes of them and
         the space's ``params`` (``Kernel.specialize``, its error located at the option it
         names) becomes ``kernel_cls``, its problem dimensions ``shape``: a declaration that
-        is wrong, or a dimension named like an axis, is an error at the ``kernel`` line."""
+        is wrong, or a dimension named like an axis, is an error at the line of the key
+        ``named_by`` (``kernel``, or ``from_autotune``, which names it too)."""
         name, kernel, options = self.named(value, params)
         try:
             kernel = kernel.specialize(dict(options), params)
@@ -837,11 +841,11 @@ class _Parser:
             key = getattr(err, "key", None)
             # a key under params: the axis the kernel's declaration refuses
             raise self.error(key if key and key.startswith("params.") else
-                             f"kernel.{key}" if key else "kernel", str(err)) from None
+                             f"kernel.{key}" if key else named_by, str(err)) from None
         clash = [d for d in self.shape.names if d in (*LAUNCH_AXES, *PROBLEM_AXES,
                                                        *kernel.meta_params, *FACT_NAMES[:2])]
         if clash:
-            raise self.error("kernel", f"kernel {name}: dimension {clash[0]!r} "
+            raise self.error(named_by, f"kernel {name}: dimension {clash[0]!r} "
                              "has the name of an axis or a device fact; rename it")
         self.kernel_cls = kernel
         return name, options
