@@ -534,6 +534,26 @@ def test_plan_refuses_a_user_plugin_whose_module_is_missing_as_run_does(tmp_path
     assert _refused_run(tmp_path, capsys, str(space)) == expected
 
 
+def test_plan_refuses_a_literal_named_as_the_kernel_as_run_does(tmp_path, capsys,
+                                                                monkeypatch):
+    """``kernel: mod:A`` where the module binds ``A = 5``: plan planned it with a "not
+    checked" note, where run refuses it; a name the module may bind again elsewhere (a
+    branch) is left to run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "litmod_qa.py").write_text("A = 5\nB = 'copy'\nif B:\n    B = None\n")
+    space = tmp_path / "s.yaml"
+    space.write_text(TINY.replace("kernel: copy", "kernel: litmod_qa:A"))
+    expected = (f"{space}:3: kernel: cannot load kernel 'litmod_qa:A' (module:attr path): "
+                "litmod_qa:A is an int (litmod_qa.py:1), not a sweeper.kernels.Kernel "
+                "subclass or instance")
+    assert _plan(space, capsys) == (2, "", expected + "\n")
+    assert _refused_run(tmp_path, capsys, str(space)).startswith(expected.partition(" (lit")[0])
+    space.write_text(TINY.replace("kernel: copy", "kernel: litmod_qa:B"))
+    rc, out, _ = _plan(space, capsys)
+    assert rc == 0 and "neither a Kernel subclass nor a sweeper.kernel declaration" in out
+    sys.modules.pop("litmod_qa", None)
+
+
 def test_plan_refuses_a_missing_module_of_a_package_that_is_there_as_run_does(
         tmp_path, capsys, monkeypatch):
     """``kernel: mykern.rowsun:rowsum`` (a misspelt module of a package that is there):

@@ -126,6 +126,26 @@ class NotLiteral(Exception):
         super().__init__(why)
 
 
+def _literal(tree: ast.Module, attr: str, node: ast.AST | None) -> Any:
+    """The value of ``node``, what the module binds ``attr`` to, where it is a literal
+    (``A = 5``) and the module binds ``attr`` nowhere else (no branch, loop or import
+    may rebind it); else ``None``."""
+    if not isinstance(node, ast.expr):
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    # an import, def or assignment of it, and what else may bind it: a deletion, a
+    # ``global`` of it, a star import
+    bindings = sum(_binds(n, attr) or (isinstance(n, ast.Name) and n.id == attr and
+                                       isinstance(n.ctx, ast.Del)) or
+                   (isinstance(n, (ast.Global, ast.Nonlocal)) and attr in n.names) or
+                   (isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names))
+                   for n in ast.walk(tree))
+    return value if bindings == 1 and value is not None else None
+
+
 @dataclass(frozen=True)
 class SourceDeclaration:
     """What the source of kernel ``target`` declares: class attributes as a Kernel
@@ -170,6 +190,13 @@ def read_declaration(target: str, name: str) -> SourceDeclaration:
             raise SweeperError(f"cannot load kernel {target!r} (module:attr path): {target} "
                                f"is {what} ({reader.where(node)}), not a sweeper.kernels."
                                f"Kernel subclass or instance{not_a_kernel(kind, attr)}")
+        literal = _literal(tree, attr, node)
+        if literal is not None and node is not None:  # what importing it would refuse too
+            name = type(literal).__name__
+            raise SweeperError(f"cannot load kernel {target!r} (module:attr path): {target} "
+                               f"is {'an' if name[:1] in 'aeiou' else 'a'} {name} "
+                               f"({reader.where(node)}), not a sweeper.kernels.Kernel "
+                               "subclass or instance")
         return SourceDeclaration(target, {}, (f"{attr} in {file.name} (neither a Kernel "
                                               "subclass nor a sweeper.kernel declaration)",))
     # the launch given, as kernel(launch, ...) or kernel(...)(launch); else the decorated node
