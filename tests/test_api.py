@@ -1303,6 +1303,37 @@ def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_pa
         sys.modules.pop(name, None)
 
 
+def test_a_kernel_subclass_edited_since_this_process_imported_it_is_refused(tmp_path,
+                                                                            monkeypatch):
+    """A Kernel subclass's hash its files alone do not tell: its source read afresh is
+    compared with the source the code that runs was read as; an unedited rerun resumes."""
+    import sys
+    import uuid
+
+    name = f"subclassed_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    text = ("from sweeper.kernels.copy import CopyKernel\n\n\n"
+            "class MyCopy(CopyKernel):\n    name = 'mycopy'\n    LANES = 1\n")
+    path.write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = {"kernel": f"{name}:MyCopy", "sampler": "exhaustive",
+             "params": {"block": [32], "BLOCK": [256], "footprint": ["4KiB"]},
+             "measure": {"warmup": 1, "repeat": 3}}
+    run = functools.partial(sweeper.run, space, device="interpret", quiet=True,
+                            report=False, gpu_check="off")
+    try:
+        assert set(run(studies_dir=tmp_path / "a").trials_dataframe().status) == {"ok"}
+        run(studies_dir=tmp_path / "a")                      # unedited: resumed
+        path.write_text(text.replace("LANES = 1", "LANES = 2"))
+        with pytest.raises(SweeperError, match=re.escape(
+                f"kernel {name}:MyCopy: {name}.py was edited since this process imported "
+                f"{name}, whose code it keeps")):
+            run(studies_dir=tmp_path / "b")
+        assert not (tmp_path / "b").exists()
+    finally:
+        sys.modules.pop(name, None)
+
+
 def test_a_studys_report_takes_the_report_commands_svg_and_redraw(tmp_path):
     """``Study.report(svg=True)`` draws the pictures as SVG too and ``redraw=True`` draws
     every one again, as ``sweeper report --svg`` and ``--redraw`` do (a notebook had no

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 from sweeper.core._model import DICT
@@ -176,17 +177,24 @@ def refuse_stale(name: str, kernel: Any, imported: Collection[str]) -> None:
     so the run would measure the code from before the edit, silently, where ``sweeper
     run`` (a new process) measures the edit.  Told where the source hash the files give
     now (:func:`~sweeper.kernels.source_hash_unrun`, what a new process records) is not
-    the one of the code loaded; a kernel whose hash its files alone do not tell (a Kernel
-    subclass, a launch imported from another module) is not checked."""
-    from sweeper.kernels import source_hash_unrun
+    the one of the code loaded; where the files alone do not tell it (a Kernel subclass),
+    where its source read afresh (:func:`~sweeper.kernels._base.source_afresh`) is not
+    the source first read; a launch imported from another module is not checked."""
+    from sweeper.kernels import Kernel, source_hash_unrun
+    from sweeper.kernels._base import hash_of_source, source_afresh
 
     module = type(kernel).__module__
     if module == "__main__" or module not in imported:
         return
     now = source_hash_unrun(name)
+    if now is None and type(kernel).source_hash is Kernel.source_hash:   # of its source()
+        afresh = source_afresh(kernel)
+        now = None if afresh is None else hash_of_source(afresh)
     if now is None or now == kernel.source_hash():
         return
-    files = [p.name for p in kernel.source_files()] or [f"{module}'s files"]
+    package = Path(__file__).resolve().parents[1]      # sweeper's own: not the user's edit
+    files = [p.name for p in kernel.source_files()
+             if not p.resolve().is_relative_to(package)] or [f"{module}'s files"]
     shown = files[0] if len(files) == 1 else f"one of {', '.join(files[:3])}" + (
         f" ({len(files)} files)" if len(files) > 3 else "")
     raise SweeperError(

@@ -514,6 +514,24 @@ def as_loaded(cls: type, read: Callable[[], str]) -> str:
         return read()
 
 
+def source_afresh(kernel: Kernel) -> str | None:
+    """``kernel``'s :meth:`~Kernel.source` as its files hold it now, where the code that
+    runs keeps the text first read (:func:`as_loaded`); ``None`` where it cannot be read
+    (a file gone, a class with no file)."""
+    cls = type(kernel)
+    try:
+        kept = _READ.pop(cls, None)
+    except TypeError:                   # a class that cannot be weakly referenced: read
+        kept = None                     # afresh each time already
+    try:
+        return kernel.source()
+    except (OSError, TypeError):
+        return None
+    finally:
+        if kept is not None:
+            _READ[cls] = kept
+
+
 #: The user's own modules each kernel class's module imports, walked once in this
 #: process (:func:`_own_of`).
 _OWN: weakref.WeakKeyDictionary[type, list[tuple[str, Path]]] = weakref.WeakKeyDictionary()
