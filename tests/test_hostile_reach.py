@@ -96,6 +96,16 @@ def test_an_empty_file_path_is_refused(argv, option, tmp_path, capsys, monkeypat
         f"sweeper {argv[0]} --help)")
     assert list(tmp_path.iterdir()) == []
 
+
+def test_an_empty_gpu_name_for_tuned_is_refused(tmp_path, capsys, monkeypatch):
+    """``tuned --gpu ''`` looked up this machine's GPU as if --gpu were left out."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["tuned", "copy", "--footprint", "1MiB", "--gpu", ""]) == 2
+    assert _one_line(capsys) == (
+        "sweeper tuned: argument --gpu: '' is no GPU's name; allowed: the device as the "
+        "tuning file names it, e.g. 'NVIDIA H200' (leave the option out for this "
+        "machine's) (see sweeper tuned --help)")
+
 #: More digits than Python's int() reads (4300): the option's own error, its text cut.
 HUGE = "1" + "0" * 5000
 SHOWN = repr(HUGE[:40])

@@ -34,6 +34,7 @@ from sweeper.options import (
     compile_workers,
     file_path,
     gpu_list,
+    gpu_name,
     gpu_target,
     seconds,
     trial_budget,
@@ -307,7 +308,7 @@ def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     problem = tuned.add_mutually_exclusive_group(required=True)
     problem.add_argument("--footprint", help="e.g. 256MiB")
     problem.add_argument("--dims", help="the kernel's dimensions, e.g. M=4096,N=2048,K=8192")
-    tuned.add_argument("--gpu", help="the device as the tuning file names it, e.g. 'NVIDIA "
+    tuned.add_argument("--gpu", type=_typed(gpu_name), help="the device as the tuning file names it, e.g. 'NVIDIA "
                        "H200' or 'replay: NVIDIA H200' (default: this machine's GPU; without "
                        "one, 'Triton interpreter (CPU)')")
     tuned.add_argument("--tuning", type=_typed(file_path), help="tuning file (default: $SWEEPER_TUNING or "
