@@ -124,6 +124,16 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
     return name, pair[0], pair[1]
 
 
+def samples_name(vary: str, space: Space) -> str:
+    """The file stem ``sweeper ab`` writes its samples under: ``BLOCK-256-vs-1024``, from
+    ``--vary`` as :func:`parse_vary` reads it, so a value holding a comma
+    (``grid=sms,cdiv(n, BLOCK)``) is one value in the name, not two."""
+    from sweeper.core._names import safe_name
+
+    key, a, b = parse_vary(vary, space)
+    return safe_name(f"{key}-{a}-vs-{b}", "ab")
+
+
 def zipped_vary(space: Space, key: str, a: str, b: str, vary: str) -> tuple[str, str, str]:
     """What ``--vary key=a,b`` varies: ``key`` itself where it is zipped in no group, or
     where two of its group's rows differ in ``key`` alone; else the group, the one row

@@ -60,6 +60,26 @@ def worker_name(text: str) -> str:
     return text
 
 
+def file_path(text: str) -> str:
+    """A file's path given to an option (``-o``, ``--tuning``): not empty, as a script's
+    unset variable gives (``-o "$OUT"``), which read as the option left out and wrote to
+    or read its default file, unsaid."""
+    if not text.strip():
+        raise OptionValueError(f"{text!r} is no path; allowed: a file's path (leave the "
+                               "option out for its default)")
+    return text
+
+
+def gpu_name(text: str) -> str:
+    """``tuned --gpu``: a device's name as a tuning file has it, not empty (an empty one
+    read as the option left out and looked up this machine's GPU, unsaid)."""
+    if not text.strip():
+        raise OptionValueError(f"{text!r} is no GPU's name; allowed: the device as the "
+                               "tuning file names it, e.g. 'NVIDIA H200' (leave the option "
+                               "out for this machine's)")
+    return text
+
+
 def compile_workers(text: str) -> int | None:
     """``--compile-workers``: a count >= 0 (0: off), or ``auto`` (None, as when the option
     is left out: as many as the cores the workers leave, counted when the sweep starts)."""

@@ -78,6 +78,34 @@ def test_an_empty_worker_id_is_refused(tmp_path, capsys):
     assert not (tmp_path / "studies").exists()
 
 
+
+@pytest.mark.parametrize("argv, option", [
+    (["schema", "-o", ""], "-o/--output"),
+    (["export", "s", "-o", ""], "-o/--output"),
+    (["roofline", "-o", " "], "-o/--output"),
+    (["tuned", "copy", "--footprint", "1MiB", "--tuning", ""], "--tuning"),
+])
+def test_an_empty_file_path_is_refused(argv, option, tmp_path, capsys, monkeypatch):
+    """``-o ''`` (a script's unset ``-o "$OUT"``) read as the option left out: schema
+    printed to stdout, export wrote studies/tuning.json, tuned read it, all unsaid."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert _one_line(capsys) == (
+        f"sweeper {argv[0]}: argument {option}: {argv[argv.index(option.split('/')[0]) + 1]!r} "
+        "is no path; allowed: a file's path (leave the option out for its default) (see "
+        f"sweeper {argv[0]} --help)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_gpu_name_for_tuned_is_refused(tmp_path, capsys, monkeypatch):
+    """``tuned --gpu ''`` looked up this machine's GPU as if --gpu were left out."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["tuned", "copy", "--footprint", "1MiB", "--gpu", ""]) == 2
+    assert _one_line(capsys) == (
+        "sweeper tuned: argument --gpu: '' is no GPU's name; allowed: the device as the "
+        "tuning file names it, e.g. 'NVIDIA H200' (leave the option out for this "
+        "machine's) (see sweeper tuned --help)")
+
 #: More digits than Python's int() reads (4300): the option's own error, its text cut.
 HUGE = "1" + "0" * 5000
 SHOWN = repr(HUGE[:40])

@@ -470,6 +470,11 @@ def test_sweeper_roofline_end_to_end(replay_studies, tmp_path, capsys, monkeypat
     assert main(["roofline", "matmul", "--studies-dir", str(d), "-o", str(svg)]) == 0
     assert "1 winner of 1 study;" in capsys.readouterr().out
     assert svg.read_text().lstrip().startswith("<?xml")
+    # a study named twice, by its name and by its folder, is placed once
+    assert main(["roofline", "matmul", str(d / "matmul"), "--studies-dir", str(d),
+                 "-o", str(svg)]) == 0
+    out = capsys.readouterr().out
+    assert "1 winner of 1 study;" in out and out.count("(#4, matmul)") == 1
     # a folder whose study.json is not one is skipped with a one-line warning
     (d / "broken").mkdir()
     (d / "broken" / "study.json").write_text("nope")

@@ -1301,7 +1301,7 @@ def test_a_model_turn_takes_guesses_within_flat_top_of_the_best_as_alike(monkeyp
 def test_ab_varies_an_axis_whose_value_holds_a_comma():
     """``--vary grid=sms,cdiv(n, BLOCK)``: the shipped spaces' grid expression holds a
     comma; the pair is the one split that leaves two values of the axis."""
-    from sweeper.ab import parse_vary
+    from sweeper.ab import parse_vary, samples_name
     from sweeper.errors import SweeperError
     from sweeper.space import parse_space
 
@@ -1316,6 +1316,9 @@ def test_ab_varies_an_axis_whose_value_holds_a_comma():
         parse_vary("grid=sms,4*sms,cdiv(n, BLOCK)", space)
     with pytest.raises(SweeperError, match="'8\\*sms' is not a value of grid"):
         parse_vary("grid=sms,8*sms", space)
+    # the samples' file names the two values, the comma inside one no third
+    assert samples_name("grid=sms,cdiv(n, BLOCK)", space) == "grid-sms-vs-cdiv-n-BLOCK"
+    assert samples_name("grid = 4*sms , sms", space) == "grid-4-sms-vs-sms"
 
 
 def test_ab_holds_the_values_nearest_the_middle_that_both_sides_can_run_with(small_space,

@@ -388,6 +388,24 @@ def test_copy_study_takes_a_study_folder_as_report_and_export_do(tmp_path, monke
     assert not (tmp_path / "c").exists()
 
 
+
+def test_copy_study_refuses_a_url_no_storage_takes(tmp_path, monkeypatch, capsys):
+    """``--to sqlite:///x.db`` (or ``file://``) is a URL, not a folder: refused in one
+    line, exit 2, where it made a folder named ``sqlite:`` and copied the study into it."""
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)
+    for to in ("sqlite:///x.db", "file:///tmp/studies", "mysql://u:secret@h/db"):
+        assert main(["copy-study", "copy-fp32-replay", "--studies-dir", "a",
+                     "--to", to]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"sweeper: --to: '{to.split(':')[0]}://") and err.endswith(
+            "is not a storage; allowed: a postgresql://USER@HOST/DB URL, or a studies "
+            "folder\n") and "secret" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
+
 def test_a_busy_study_names_sweeper_worker_as_the_way_to_share(storage, tmp_path,
                                                               monkeypatch, capsys):
     monkeypatch.chdir(ROOT)

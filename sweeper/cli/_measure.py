@@ -15,7 +15,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     """``sweeper ab``: time two values of one axis against each other, print both medians
     and the verdict, and say where the samples are; a replay device is refused, as it has
     no samples to interleave."""
-    from sweeper.ab import held_text, run_ab
+    from sweeper.ab import held_text, run_ab, samples_name
     from sweeper.compare import ratio_text
     from sweeper.measure import summarize
 
@@ -23,10 +23,9 @@ def cmd_ab(args: argparse.Namespace) -> int:
     space, device = space_and_device(space_source(args), args.device)
     if device.replays:
         raise SweeperError("ab measures; it cannot run on a replay device")
-    from sweeper.core._names import safe_name
     from sweeper.study import study_name
 
-    name = safe_name(args.vary.replace('=', '-').replace(',', '-vs-'), "ab")
+    name = samples_name(args.vary, space)
     # named as the device's study is: an interpreter's samples never replace a GPU's
     out = study_folder(args.studies_dir, f"{study_name(space, device)}-ab") / f"{name}.json"
     kernel = kernel_for(space, device)

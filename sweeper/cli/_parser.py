@@ -32,7 +32,9 @@ from sweeper.options import (
     SCALES,
     OptionValueError,
     compile_workers,
+    file_path,
     gpu_list,
+    gpu_name,
     gpu_target,
     seconds,
     trial_budget,
@@ -231,8 +233,8 @@ def _roofline(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
                           "(default: %(default)s)")
     roofline.add_argument("--gpu", help="only the studies measured on this GPU (as their "
                           "reports name it)")
-    roofline.add_argument("-o", "--output", help="the picture, .png or .svg (default: "
-                          "STUDIES_DIR/roofline.png and .svg)")
+    roofline.add_argument("-o", "--output", type=_typed(file_path), help="the picture, .png "
+                          "or .svg (default: STUDIES_DIR/roofline.png and .svg)")
     roofline.set_defaults(func=cmd_roofline)
 
 
@@ -241,8 +243,9 @@ def _export(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
     export = _of_a_study(sub, "export", "write the best configs to a tuning file, a Triton "
                          "module, or the study in another tool's format")
-    export.add_argument("-o", "--output", help="tuning file (default: $SWEEPER_TUNING or "
-                        "studies/tuning.json); with another --format, the file's path")
+    export.add_argument("-o", "--output", type=_typed(file_path), help="tuning file "
+                        "(default: $SWEEPER_TUNING or studies/tuning.json); with another "
+                        "--format, the file's path")
     export.add_argument("--format", choices=("tuning", *FORMATS), default="tuning",
                         help="tuning: best configs for launches; " + "; ".join(
                             f"{name}: {f.help}" for name, f in FORMATS.items()))
@@ -290,7 +293,8 @@ def _compare(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 def _schema(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     schema = sub.add_parser("schema", help="print a JSON Schema for space files")
-    schema.add_argument("-o", "--output", help="write it to this file instead")
+    schema.add_argument("-o", "--output", type=_typed(file_path),
+                        help="write it to this file instead")
     schema.set_defaults(func=cmd_schema)
 
 
@@ -306,11 +310,11 @@ def _tuned(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     problem = tuned.add_mutually_exclusive_group(required=True)
     problem.add_argument("--footprint", help="e.g. 256MiB")
     problem.add_argument("--dims", help="the kernel's dimensions, e.g. M=4096,N=2048,K=8192")
-    tuned.add_argument("--gpu", help="the device as the tuning file names it, e.g. 'NVIDIA "
-                       "H200' or 'replay: NVIDIA H200' (default: this machine's GPU; without "
-                       "one, 'Triton interpreter (CPU)')")
-    tuned.add_argument("--tuning", help="tuning file (default: $SWEEPER_TUNING or "
-                       "studies/tuning.json)")
+    tuned.add_argument("--gpu", type=_typed(gpu_name), help="the device as the tuning file "
+                       "names it, e.g. 'NVIDIA H200' or 'replay: NVIDIA H200' (default: this "
+                       "machine's GPU; without one, 'Triton interpreter (CPU)')")
+    tuned.add_argument("--tuning", type=_typed(file_path), help="tuning file (default: "
+                       "$SWEEPER_TUNING or studies/tuning.json)")
     tuned.add_argument("--cache", choices=CACHE_MODES, default="cold",
                        help="the cache mode the winner was measured in: cold (L2 flushed "
                        "before each sample; the default) or warm")

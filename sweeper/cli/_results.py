@@ -45,8 +45,14 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     from sweeper.report import draw_roofline, studies_roofline
 
     paths = _picture_paths(args.output, Path(args.studies_dir) / "roofline")
-    stores = [open_study(argparse.Namespace(study=s, studies_dir=args.studies_dir))
-              for s in args.study] or _every_study(Path(args.studies_dir))
+    named = [open_study(argparse.Namespace(study=s, studies_dir=args.studies_dir))
+             for s in args.study]
+    # a study named twice (by its name and its folder, or a shell's glob beside a name)
+    # is placed once: its winners twice counted it as two
+    once: dict[Path, Any] = {}
+    for store in named:
+        once.setdefault(store.root.resolve(), store)
+    stores = list(once.values()) or _every_study(Path(args.studies_dir))
     roof = studies_roofline(stores, gpu=args.gpu)
     if roof.points.empty and not roof.beside:
         print(f"sweeper: nothing to place on the roofline of {roof.gpu}: no study of it "

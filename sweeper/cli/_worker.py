@@ -48,6 +48,12 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
     from sweeper.store import StudyStore
     from sweeper.store._open import copy_study, is_database, open_storage
 
+    if "://" in args.to and not is_database(args.to):
+        # a URL of another scheme (sqlite://, file://) made a folder named 'sqlite:'
+        from sweeper.store._url import mask_url
+
+        raise SweeperError(f"--to: {mask_url(args.to)[:60]!r} is not a storage; allowed: a "
+                           "postgresql://USER@HOST/DB URL, or a studies folder")
     if args.storage is not None:
         check_study_name("study", args.study)
     source = open_study(args)
