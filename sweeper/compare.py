@@ -185,6 +185,15 @@ def compare(a: StudyStore, b: StudyStore, a_number: int | None = None,
             f"{unnamed_clause(n, unknown)}" for side, (n, unknown) in earlier)
             + " (a resume with --force after an edit measures its configs again; the source "
             "now's trials are compared)")
+    alike = sum(bool(ta[k].samples_ms) and list(ta[k].samples_ms) == list(tb[k].samples_ms)
+                for k in keys)
+    if alike:
+        # a copy of one study (copy-study, cp -r) or two replays of one table: the same
+        # folder on both sides is refused, but a copy's path differs
+        notes.append(f"note: {alike} of the {counted(len(keys), 'config')} compared "
+                     f"{'has' if alike == 1 else 'have'} the very same samples in A and B (a "
+                     "copy of one study, or two replays of one table?): their verdicts "
+                     "compare those samples with themselves")
     if a_number is None and (ka := _kernel(a)) != (kb := _kernel(b)):
         notes.append(f"note: A ran {ka}, B {kb}: each ratio compares the kernels as "
                      "well as the config")

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -377,8 +378,9 @@ def test_compare_says_where_the_studies_ran_other_kernels(tmp_path, capsys):
     a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
     _study(tmp_path, "a", a, kernel_source_hash="aaaa")
     _study(tmp_path, "b", [x * 2 for x in a], kernel="scale", kernel_source_hash="bbbb")
-    _study(tmp_path, "c", a, kernel_source_hash="cccc")
-    _study(tmp_path, "d", a, kernel_source_hash="aaaa")
+    again = [x + 1e-6 for x in a]       # measured again: not the very same samples
+    _study(tmp_path, "c", again, kernel_source_hash="cccc")
+    _study(tmp_path, "d", again, kernel_source_hash="aaaa")
     rc, out, _ = run(capsys, "compare", "a", "b", "--studies-dir", str(tmp_path))
     assert rc == 0 and out[0] == ("note: A ran kernel copy (source aaaa), B kernel scale "
                                   "(source bbbb): each ratio compares the kernels as well "
@@ -389,6 +391,20 @@ def test_compare_says_where_the_studies_ran_other_kernels(tmp_path, capsys):
                                          "copy (source cccc)")
     rc, out, _ = run(capsys, "compare", "a", "d", "--studies-dir", str(tmp_path))
     assert rc == 0 and out[0].startswith("verdict ")
+
+
+def test_compare_of_a_copy_of_one_study_says_the_samples_are_the_same(tmp_path, capsys):
+    """A study against its copy (copy-study, ``cp -r``: another folder, so not refused as
+    the same study) read as a table of verdicts on nothing: a note says how many configs
+    have the very same samples on both sides."""
+    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
+    _study(tmp_path, "a", a)
+    shutil.copytree(tmp_path / "a", tmp_path / "copy")
+    rc, out, _ = run(capsys, "compare", "a", "copy", "--studies-dir", str(tmp_path))
+    assert rc == 0 and out[0] == ("note: 1 of the 1 config compared has the very same samples "
+                                  "in A and B (a copy of one study, or two replays of one "
+                                  "table?): their verdicts compare those samples with "
+                                  "themselves")
 
 
 def test_compare_of_a_study_or_trial_with_itself_says_both_sides_are_the_same_samples(
@@ -425,8 +441,9 @@ def test_compare_says_how_many_configs_only_one_study_measured(tmp_path, capsys)
     left out, so "1 of 1 config" is not read as the whole of two studies of 3 configs."""
     from sweeper.measure import summarize
 
-    a = [1.0 + 1e-5 * (i % 7) for i in range(60)]
     for name, blocks in (("a", (32,)), ("b", (32, 64, 128)), ("c", (32,))):
+        # each study measured anew: not the very same samples as another's
+        a = [1.0 + 1e-5 * (i % 7) + 1e-7 * ord(name) for i in range(60)]
         store = StudyStore(tmp_path / name)
         store.create({"study": name, "kernel": "copy", "environment": {"gpu": "G"}})
         for number, block in enumerate(blocks):
