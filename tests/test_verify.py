@@ -98,6 +98,27 @@ def test_a_verify_that_raises_or_gives_no_verdict_fails_its_trial_saying_so(
     assert "failed: 2 crashed (first: #" in out and reason[:100] in out, out
 
 
+@pytest.mark.parametrize(("kernel", "said"), [
+    ("verify_says_why", "sweeper: BLOCK=256: wrong answer: x is off by up to "),
+    ("verify_raises", "sweeper: BLOCK=256: the kernel's verify= _raises raised KeyError: 'y' "
+     "(at short_kernels_for_tests.py:"),
+    ("broken_reference", "sweeper: BLOCK=256: the reference raised RuntimeError: "),
+])
+def test_ab_stops_at_a_verify_that_says_no_or_raises_saying_so(kernel, said, tmp_path,
+                                                               write_space, capsys,
+                                                               monkeypatch):
+    """``sweeper ab`` checks both sides before timing either: a verify= that says no stops
+    it as a wrong answer does; one that raises (as a reference that raises) stops it in
+    one line naming what raised and where, exit 2, not a traceback."""
+    monkeypatch.chdir(tmp_path)
+    space = write_space(TINY.format(study=f"ab_{kernel}",
+                                    kernel=f"tests.short_kernels_for_tests:{kernel}"))
+    rc = main(["ab", str(space), "--vary", "BLOCK=256,1024", "--device", "interpret"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(said), err
+
+
 @pytest.mark.parametrize(("said", "verdict"), [
     (None, None), (True, None), (False, VERIFY_FALSE), ("off by 2", "off by 2")])
 def test_what_a_verify_says_is_the_verdict(said, verdict):
