@@ -24,7 +24,7 @@ import torch
 from sweeper.core import shrunk_problems
 from sweeper.core._units import did_you_mean
 from sweeper.devices import Device
-from sweeper.errors import RefusalFailed, SweeperError, raised
+from sweeper.errors import ReferenceFailed, RefusalFailed, SweeperError, VerifyFailed, raised
 from sweeper.fsio import atomic_write
 from sweeper.kernels import Kernel
 from sweeper.measure import PRACTICAL, Comparison, StopRule, compare_samples, summarize
@@ -283,7 +283,10 @@ def run_ab(space: Space, kernel: Kernel, device: Device, vary: str, out: Path | 
         kernel.poison(bufs)
         kernel.launch(bufs, config)
         device.synchronize()
-        wrong = kernel.check(bufs)
+        try:
+            wrong = kernel.check(bufs)
+        except (ReferenceFailed, VerifyFailed) as err:  # the user's check failed: say so
+            raise SweeperError(f"{key}={label}: {err}") from err
         if wrong is not None:
             raise SweeperError(f"{key}={label}: wrong answer: {wrong}")
     measure = device.measure_spec(space.measure)

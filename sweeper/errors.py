@@ -295,6 +295,13 @@ class ReferenceFailed(Exception):
     the launch, which ran."""
 
 
+class VerifyFailed(Exception):
+    """A kernel's ``verify=`` (a space's ``verify:``) raised while a trial was checked, or
+    returned neither ``None``, ``True``, ``False`` nor a reason: a bug in the user's
+    comparison is no verdict on the kernel, so the trial fails as crashed with this reason
+    (the function, what it raised or returned, and where), not as a wrong answer."""
+
+
 class RefusalFailed(Exception):
     """Asking whether a config may run failed in the user's own code: the kernel's
     ``refuse=`` raised or returned neither ``None`` nor a reason, or its autotuner's

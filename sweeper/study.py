@@ -208,7 +208,7 @@ def recorded_fingerprint(meta: Mapping[str, Any], space: Space,
     as the contents that path holds now (as the older sweeper compared it, the same path
     is the same table), and as none where it holds no table now (a change).  An older
     sweeper's hash of a ``cuda`` kernel's source, which named a ``file.py:function``
-    reference or refuse by its path, reads as the hash now where the files are the same
+    reference, refuse or verify by its path, reads as the hash now where the files are the same
     (:func:`source_respelled`, asked of ``respelled`` where the caller has one for this
     space)."""
     have = dict(meta.get("fingerprint") or {})
@@ -280,7 +280,7 @@ def respelled_hash(recorded: str, kernel: str, options: Mapping[str, str], text:
     the same files, spelling its options as a study's recorded space (``text``, its file
     ``path``: its ``space_text`` and ``space_path``) resolved them from its recorded
     ``folder`` (``space_folder``: where that sweeper found them, the project moved since
-    or not): a ``cuda`` kernel's ``file.py:function`` reference or refuse by its
+    or not): a ``cuda`` kernel's ``file.py:function`` reference, refuse or verify by its
     path, now by its file's name (:func:`~sweeper.kernels.source_hash_respelled`).
     ``None`` where it is not, or cannot be told: an edit of the files is a change still."""
     from sweeper.kernels import source_hash_respelled

@@ -24,6 +24,7 @@ from sweeper.errors import (
     DEBUG_ENV,
     ReferenceFailed,
     RefusalFailed,
+    VerifyFailed,
     one_line,
     statement,
     user_line,
@@ -362,7 +363,7 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     one rule (:func:`_cut_before`)."""
     import torch
 
-    if isinstance(err, (ReferenceFailed, RefusalFailed)):
+    if isinstance(err, (ReferenceFailed, RefusalFailed, VerifyFailed)):
         return TrialStatus.CRASHED, _cut_before(str(err), "")
     names = {cls.__name__ for cls in type(err).__mro__}
     message = getattr(err, "error_message", None)

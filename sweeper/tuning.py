@@ -184,7 +184,7 @@ class TuningEntry(LaunchConfig, Record):
     #: the options of a built-in kernel built from its space's options (``cuda``'s
     #: source, entry, reference ...; ``torch-op``'s op), as its study's space gave them,
     #: so a lookup hashes its source now as the run did; none for any other kernel.  The
-    #: file keeps the files they name (``cuda``'s source, reference, refuse) relative to
+    #: file keeps the files they name (``cuda``'s source, reference, refuse, verify) relative to
     #: its folder (:func:`written_in`), read back absolute (:func:`read_in`)
     kernel_options: dict[str, str] | None = None
     #: the files besides those ``kernel_options`` name that its source read as its study

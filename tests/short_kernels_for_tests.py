@@ -234,3 +234,47 @@ def own_grid(x, config):
 def default_warps(x, config):
     """A launch that gives no num_warps: Triton's default 4, whatever block it sweeps."""
     scale_kernel[(config.grid,)](x, x.numel(), A, **config.meta)
+
+
+def _scale_verified(name, verify, factor=A):
+    """A scale kernel that multiplies by ``factor`` (the reference's ``A``, or one off by
+    a part in a thousand: an approximate kernel), its result judged by ``verify``."""
+    def launch(x, config):
+        scale_kernel[(config.grid,)](x, x.numel(), factor, num_warps=config.num_warps,
+                                     **config.meta)
+    return sweeper.kernel(launch, name=name, inputs={"x": "n"}, outputs=["x"],
+                          meta={"BLOCK": 1024}, reference=lambda x: x * A, verify=verify)
+
+
+def _within_a_percent(outputs, expected):
+    return torch.allclose(outputs["x"], expected["x"], rtol=1e-2, atol=1e-3)
+
+
+def _says_how_far(outputs, expected):
+    worst = (outputs["x"] - expected["x"]).abs().max().item()
+    return None if worst == 0 else f"x is off by up to {worst:.3g}, more than 0"
+
+
+def _says_false(outputs, expected):
+    return False
+
+
+def _raises(outputs, expected):
+    return outputs["y"]
+
+
+def _says_three(outputs, expected):
+    return 3
+
+
+#: An approximate scale (A + 0.1%) whose verify= accepts within 1 %, which the float32
+#: tolerance check would refuse; the same kernel without verify=; and scale kernels whose
+#: verify= says why not, says False, raises, and returns no verdict.
+APPROXIMATE = A * 1.001
+approximate_verified = _scale_verified("approximate_verified", _within_a_percent,
+                                       APPROXIMATE)
+approximate_unverified = _scale_verified("approximate_unverified", None, APPROXIMATE)
+verify_says_why = _scale_verified("verify_says_why", _says_how_far, APPROXIMATE)
+verify_says_false = _scale_verified("verify_says_false", _says_false)
+verify_raises = _scale_verified("verify_raises", _raises)
+verify_says_three = _scale_verified("verify_says_three", _says_three)

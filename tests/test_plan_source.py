@@ -551,11 +551,15 @@ def _plan_then_run(tmp_path: Path, capsys, name: str, marker: Path
     (ROWSUM, 'grid="rows"', 'grid="rows", headline="fast"'),
     (ROWSUM, 'grid="rows"', 'grid="rows", dtype=["float32"]'),
     (ROWSUM, 'grid="rows"', 'grid="rows", autotuned=5'),
+    (ROWSUM, 'grid="rows"', 'grid="rows", verify=lambda outputs: None'),
+    (ROWSUM, 'grid="rows"', 'grid="rows", verify=lambda o, e: None, tolerance={"float32": '
+     '(1e-3, 0)}'),
     (ROWSUM_CALLED, "def launch(x, y, config)", "def launch(inp, y, config)"),
     (ROWSUM_CALLED, 'grid="rows"', 'grid="row"'),
 ], ids=["launch-parameter", "launch-keyword", "launch-missing", "reference", "grid", "dims",
         "footprint", "meta", "output-shape", "tolerance", "headline", "dtype-list",
-        "autotuned-literal", "called-launch", "called-grid"])
+        "autotuned-literal", "verify-parameters", "verify-tolerance", "called-launch",
+        "called-grid"])
 def test_plan_refuses_a_declaration_as_run_does(module, tmp_path, capsys, source, old, new):
     """A mistake in a declaration that importing the module refuses is refused by plan,
     which reads the module's source, with run's message and exit status: its launch's

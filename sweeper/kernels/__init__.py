@@ -316,7 +316,7 @@ def source_hash_respelled(name: str, options: Mapping[str, str], recorded: str,
     :func:`source_hash_unrun` tells it), where ``recorded`` is the hash an earlier sweeper
     gave these same files, spelling the options as ``spelled`` (those options as it
     resolved them; default ``options``) gives them (:meth:`Kernel.earlier_source`: a
-    ``cuda`` kernel's ``file.py:function`` reference or refuse named by its path, where
+    ``cuda`` kernel's ``file.py:function`` reference, refuse or verify named by its path, where
     this sweeper names it by its file's name, so that a project moved keeps its hashes).
     ``None`` where it is not: only that spelling is forgiven, an edit of any file the
     source reads (the ``.cu`` file, the reference's) is still a change."""

@@ -472,7 +472,7 @@ class Kernel(abc.ABC):
         """:meth:`declared_source` as an earlier sweeper wrote it, where that was other
         text for the same files: it spelled the options the class was built from as
         ``spelled`` (those options as it resolved them) gives them (``cuda``: a
-        ``file.py:function`` reference or refuse by its path, now by its file's name);
+        ``file.py:function`` reference, refuse or verify by its path, now by its file's name);
         ``None`` where no earlier sweeper wrote it otherwise."""
         return None
 

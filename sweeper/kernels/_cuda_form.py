@@ -62,11 +62,13 @@ from sweeper.kernels._own_modules import (
     user_module_file,
     user_module_root,
 )
-from sweeper.kernels._short import _count, refused
+from sweeper.kernels._short import _count, refused, verified
 from sweeper.kernels._short_form import (
+    CALLED,
+    UNUSED_TOLERANCE,
     Declaration,
     _counted,
-    cannot_take_config,
+    cannot_take,
     check_problem,
     tolerance_pair,
 )
@@ -82,6 +84,9 @@ DIRECTIVE = re.compile(r"^\s*#\s*\w+(.*)$", re.MULTILINE)
 STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict,
     "nvrtc_options": list, "check": list}
+#: The options that name a Python function (``module:function`` or ``file.py:function``,
+#: beside the space file first): its file is part of the kernel's source.
+FUNCTIONS = ("reference", *CALLED)
 
 
 @cut_at_call
@@ -163,6 +168,9 @@ class CudaDeclaration(Kernel):
                  "{rowwise: ...}",
         "refuse": "module:function or file.py:function, called with each config: None to "
                   "run it, else why the kernel cannot",
+        "verify": "module:function or file.py:function, called with the checked outputs and "
+                  "the reference's (dicts of name -> tensor) in place of the tolerance check: "
+                  "None or True where they agree, else False or why not",
         "tolerance": "(rtol, atol) by dtype the outputs are checked at ({float32: [1e-4, "
                      "1e-3]}); default torch.testing.assert_close's",
         "headline": "the rate reports lead with: gbps (default) or tflops (needs flops)",
@@ -177,7 +185,7 @@ class CudaDeclaration(Kernel):
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
          "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options",
-         "shared_memory", "check"})
+         "shared_memory", "check", "verify"})
     number_options: ClassVar[frozenset[str]] = frozenset(
         {"grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved", "flops",
          "shared_memory"})
@@ -192,7 +200,7 @@ class CudaDeclaration(Kernel):
 
     @classmethod
     def resolve_option(cls, key: str, value: str, folder: Path) -> str:
-        """``source`` and a ``file.py:function`` reference or refuse, relative to
+        """``source`` and a ``file.py:function`` reference, refuse or verify, relative to
         ``folder``; a ``module:function`` one of the user's own modules, pinned to the
         folder it is found in (``folder`` first, then the import path, the working folder
         first: :func:`~sweeper.kernels._own_modules.user_module_root`) and kept as
@@ -202,21 +210,21 @@ class CudaDeclaration(Kernel):
         if key == "source":
             return str((folder / value).resolve())
         path, colon, attr = value.rpartition(":")
-        if key in ("reference", "refuse") and colon and path.endswith(".py"):
+        if key in FUNCTIONS and colon and path.endswith(".py"):
             return f"{(folder / path).resolve()}:{attr}"
-        if key in ("reference", "refuse") and plugins.PATH.fullmatch(value):
+        if key in FUNCTIONS and plugins.PATH.fullmatch(value):
             root = user_module_root(path, [folder])
             return value if root is None else f"{root / path}:{attr}"
         return value
 
     @classmethod
     def moved_option(cls, key: str, value: str, move: Callable[[str], str]) -> str:
-        """``source``; a reference or refuse's file (``file.py:function``), or the folder
+        """``source``; a reference, refuse or verify's file (``file.py:function``), or the folder
         its module is pinned to (``FOLDER/module:function``); a library's
         (``torch:clone``), and any other option, names none."""
         if key == "source":
             return move(value)
-        if key not in ("reference", "refuse"):
+        if key not in FUNCTIONS:
             return value
         path, colon, attr = value.rpartition(":")
         if colon and path.endswith(".py"):
@@ -250,7 +258,7 @@ class CudaDeclaration(Kernel):
             read += includes_gone(source, hashed)
         named = {Path(p).resolve() for p in missing}
         missing += [str(p) for p in dict.fromkeys(read) if p.resolve() not in named]
-        for key in ("reference", "refuse"):
+        for key in FUNCTIONS:
             module, colon, _ = options.get(key, "").rpartition(":")
             if colon and not module.endswith(".py") and "/" not in module and \
                     not theirs(module) and module_file(module) is None:
@@ -264,7 +272,7 @@ class CudaDeclaration(Kernel):
             return unfit[1] if unfit is not None and unfit[0] is None else None
         if key in STRUCTURED:
             return _structured_problem(key, value)
-        if key in ("reference", "refuse"):
+        if key in FUNCTIONS:
             return _reference_problem(value, imports, key)
         checks: dict[str, Callable[[str], str | None]] = {
             "source": _source_problem, "entry": _entry_problem, "template": _template_problem,
@@ -304,6 +312,8 @@ class CudaDeclaration(Kernel):
         if unchecked is not None:               # at the item that is wrong
             raise OptionError(f"check{unchecked[0]}", unchecked[1])
         tolerance = _tolerance(options)
+        if tolerance is not None and "verify" in options:
+            raise OptionError("tolerance", f"{UNUSED_TOLERANCE}:")
         if options.get("headline") == Headline.TFLOPS and "flops" not in options:
             raise OptionError("headline", "tflops is flops over the median, and the kernel "
                               "declares no flops; allowed: gbps, or tflops beside flops: "
@@ -329,7 +339,8 @@ class CudaDeclaration(Kernel):
                 bytes_moved=options.get("bytes_moved"), flops=options.get("flops"),
                 tolerance=tolerance, headline=options.get("headline"), model=model,
                 refuse=Refuse(options["refuse"]) if "refuse" in options else None,
-                check=check)
+                check=check,
+                verify=Verify(options["verify"]) if "verify" in options else None)
             built = declared.build(launch)
         except SweeperError as err:
             raise OptionError("", str(err).replace("kernel cuda: ", "")) from None
@@ -346,7 +357,7 @@ class CudaDeclaration(Kernel):
         python = _python_files(options)
 
         def source(named: str = reference) -> str:
-            # the files as compiled, read again after an edit; the reference and refuse
+            # the files as compiled, read again after an edit; the reference, refuse and verify
             # as ``named`` spells them (an earlier sweeper's: earlier_source)
             return launch.kernel_source() + named + _python_source(python)
 
@@ -368,7 +379,7 @@ class CudaDeclaration(Kernel):
 
 
 def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
-    """The files a reference or refuse names, each once: a ``file.py:function``'s
+    """The files a reference, refuse or verify names, each once: a ``file.py:function``'s
     (resolved beside the space file), a ``module:function``'s where the module is one of
     the user's own: the file in the folder the space pinned it to
     (:meth:`CudaDeclaration.resolve_option`), the one the run imports, wherever this is
@@ -378,7 +389,7 @@ def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
     and what runs, as the ``.cu`` file does, so their text is part of the kernel's
     source and the sweep watches them."""
     found: list[Path] = []
-    for key in ("reference", "refuse"):
+    for key in FUNCTIONS:
         value = options.get(key, "")
         path, colon, _ = value.rpartition(":")
         pinned = _pinned(value)
@@ -393,7 +404,7 @@ def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
 
 
 def _pinned(value: str) -> tuple[Path, str, str] | None:
-    """A reference or refuse pinned to the folder its module is imported from
+    """A reference, refuse or verify pinned to the folder its module is imported from
     (``FOLDER/module:function``, as :meth:`CudaDeclaration.resolve_option` keeps it):
     (the folder, the module, the function); ``None`` for any other form."""
     path, colon, attr = value.rpartition(":")
@@ -404,7 +415,7 @@ def _pinned(value: str) -> tuple[Path, str, str] | None:
 
 
 def _spelled(value: str) -> str:
-    """A reference or refuse as its source hash names it: a pinned one's folder left out,
+    """A reference, refuse or verify as its source hash names it: a pinned one's folder left out,
     a ``file.py:function``'s folders too, so that the hash says what it names, not where
     the project lies (a project moved keeps its hashes; the file's text is hashed beside
     it, :func:`_python_source`)."""
@@ -416,7 +427,7 @@ def _spelled(value: str) -> str:
 
 
 def _spelled_earlier(value: str) -> str:
-    """A reference or refuse as an earlier sweeper's source hash named it: a pinned one's
+    """A reference, refuse or verify as an earlier sweeper's source hash named it: a pinned one's
     folder left out, as :func:`_spelled` does, a ``file.py:function`` by its path as the
     space resolved it (:meth:`CudaDeclaration.resolve_option`)."""
     path, colon, _ = value.rpartition(":")
@@ -424,9 +435,9 @@ def _spelled_earlier(value: str) -> str:
 
 
 def _named(options: Mapping[str, str], spelled: Callable[[str], str]) -> str:
-    """The lines a kernel's source hash names its reference and refuse by, each
+    """The lines a kernel's source hash names its reference, refuse and verify by, each
     ``spelled`` so."""
-    return "".join(f"// {key} {spelled(options[key])}\n" for key in ("reference", "refuse")
+    return "".join(f"// {key} {spelled(options[key])}\n" for key in FUNCTIONS
                    if key in options)
 
 
@@ -881,9 +892,10 @@ def _structured_problem(key: str, value: str) -> str | None:
 
 
 def _reference_problem(value: str, imports: bool, key: str = "reference") -> str | None:
-    """Why ``value`` names no function for option ``key`` (``reference`` or ``refuse``):
-    not ``module:function`` or ``file.py:function``, no such file, and (``imports``) one
-    that does not import, or a ``refuse`` that cannot take one argument, the config."""
+    """Why ``value`` names no function for option ``key`` (:data:`FUNCTIONS`): not
+    ``module:function`` or ``file.py:function``, no such file, and (``imports``) one that
+    does not import, or a ``refuse`` or ``verify`` that cannot take the arguments it is
+    called with (:data:`~sweeper.kernels._short_form.CALLED`)."""
     path, colon, attr = value.rpartition(":")
     if not colon or not IDENTIFIER.fullmatch(attr) or (
             not path.endswith(".py") and plugins.PATH.fullmatch(_spelled(value)) is None):
@@ -897,8 +909,8 @@ def _reference_problem(value: str, imports: bool, key: str = "reference") -> str
             found = Reference(value, ()).function
         except Exception as err:  # noqa: BLE001 -- any import failure is the user's to see
             return f"{value}: {type(err).__name__}: {err}"
-        if key == "refuse":
-            return cannot_take_config(found, lambda _: value, "refuse(config)")
+        if key in CALLED:
+            return cannot_take(key, found, lambda _: value, key)
     return None
 
 
@@ -968,3 +980,16 @@ class Refuse:
 
     def __call__(self, config: Config) -> str | None:
         return refused(self.imported.function, config)
+
+
+class Verify:
+    """The ``verify`` a space names, imported on its first call and called with the
+    kernel's checked outputs and the reference's; what it says read as
+    :func:`~sweeper.kernels._short.verified` reads a ``verify=`` (one that raises or
+    returns no verdict fails the trial, saying so at its line)."""
+
+    def __init__(self, target: str) -> None:
+        self.imported = Reference(target, ())
+
+    def __call__(self, outputs: dict[str, Any], expected: dict[str, Any]) -> str | None:
+        return verified(self.imported.function, outputs, expected)

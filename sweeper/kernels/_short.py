@@ -33,6 +33,7 @@ from sweeper.errors import (
     ReferenceFailed,
     RefusalFailed,
     SweeperError,
+    VerifyFailed,
     defined_at,
     raised,
     user_line,
@@ -100,6 +101,9 @@ class Plan:
     own_files: tuple[Path, ...] = ()
     #: ``check=``: the outputs compared with the reference's (none given: every one)
     check: tuple[str, ...] = ()
+    #: ``verify=``: the user's own comparison of the checked outputs with the
+    #: reference's, in place of the tolerance check (:func:`verified`); ``None``: none
+    verify: Callable[[dict[str, Any], dict[str, Any]], object] | None = None
 
     @property
     def inplace(self) -> tuple[str, ...]:
@@ -261,6 +265,9 @@ class ShortKernel(Kernel):
         expected = self.expected(buffers)
         if isinstance(expected, str):
             return expected
+        if self.plan.verify is not None:
+            return verified(self.plan.verify, {n: buffers[n] for n in self.plan.checked},
+                            expected)
         for name in self.plan.checked:
             wrong = difference(name, buffers[name], expected[name], self.plan.tolerances)
             if wrong is not None:
@@ -390,23 +397,71 @@ def refused(refuse: Callable[[Config], object], config: Config) -> str | None:
     itself is broken: :class:`~sweeper.errors.RefusalFailed`, saying what it raised and
     at which line of the user's, or what it returned and where the function is, so the
     config's trial fails (it never runs on a rule that failed, nor is it refused)."""
-    where = defined_at(refuse)
-    at = f"{where}: " if where else ""
-    try:
-        said = refuse(config)
-    except RefusalFailed:                 # one it wraps (a space's ``refuse:``) said so
-        raise
-    except Exception as err:          # the user's rule failed: its trial says so
-        # the line that raised, else (none of the user's) where the function is
-        raise RefusalFailed(("" if user_line(err) else at)
-                            + raised("the kernel's refuse=", err)) from err
-    if said is None:
+    what = "the kernel's refuse="
+    said = _asked(what, refuse, RefusalFailed, config)
+    return None if said is None else _reason(
+        said, RefusalFailed(_returned(refuse, what, said, "None to run the config or a "
+                                      "string saying why not")))
+
+
+#: The reason a trial whose ``verify=`` returned ``False`` is recorded with.
+VERIFY_FALSE = "verify returned False"
+
+
+def verified(verify: Callable[[dict[str, Any], dict[str, Any]], object],
+             outputs: dict[str, Any], expected: dict[str, Any]) -> str | None:
+    """What ``verify(outputs, expected)`` says of the kernel's checked outputs against the
+    reference's (each a dict of output name -> tensor): ``None`` where they agree (it
+    returned ``None`` or ``True``), else why not (the string it returned, or
+    :data:`VERIFY_FALSE`), a wrong answer.  Where it raises, or returns anything else,
+    the comparison itself is broken: :class:`~sweeper.errors.VerifyFailed`, naming the
+    function, what it raised (at which line of the user's) or returned (and where the
+    function is), so the trial fails as crashed, not as a wrong answer it never found."""
+    label = getattr(verify, "__name__", type(verify).__name__)
+    what = f"the kernel's verify= {label}"
+    said = _asked(what, verify, VerifyFailed, outputs, expected)
+    if said is None or said is True:
         return None
+    return VERIFY_FALSE if said is False else _reason(
+        said, VerifyFailed(_returned(verify, what, said, "None or True where the outputs "
+                                     "agree, else False or a string saying why not")))
+
+
+def _asked(what: str, fn: Callable[..., object], failed: type[Exception],
+           *args: object) -> object:
+    """What the user's ``fn`` (``what``, as a reason names it) returns, called with
+    ``args``; ``failed`` where it raised, saying what at the line of the user's that
+    raised, else (none of the user's) where ``fn`` is defined, raised from the user's
+    error so that ``--debug`` shows it.  A ``failed`` it raised itself (one that wraps
+    another: a space's ``refuse:``) passes as it is."""
+    try:
+        return fn(*args)
+    except failed:
+        raise
+    except Exception as err:          # the user's code failed: its trial says so
+        raise failed(("" if user_line(err) else _at(fn)) + raised(what, err)) from err
+
+
+def _at(fn: Callable[..., object]) -> str:
+    """``kernels.py:12: ``, where ``fn`` is defined, as a reason starts; empty where it
+    has no Python code."""
+    where = defined_at(fn)
+    return f"{where}: " if where else ""
+
+
+def _returned(fn: Callable[..., object], what: str, said: object, must: str) -> str:
+    """Why what the user's ``fn`` (``what``) returned, ``said``, is no answer, where it
+    is defined, and what it ``must`` return."""
+    return (f"{_at(fn)}{what} returned {reprlib.repr(said)} ({type(said).__name__}); it "
+            f"must return {must}")
+
+
+def _reason(said: object, otherwise: Exception) -> str:
+    """``said`` where it is a reason, a string that says something; else raise
+    ``otherwise`` (the user's function returned no answer)."""
     if isinstance(said, str) and said.strip():
         return said
-    raise RefusalFailed(f"{at}the kernel's refuse= returned {reprlib.repr(said)} "
-                        f"({type(said).__name__}); it must return None to run the config or "
-                        "a string saying why not")
+    raise otherwise
 
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:

@@ -80,6 +80,11 @@ class Declaration:
     #: the outputs compared with the reference's (``None``: every one); what is checked,
     #: not what runs, so no part of a ``__main__`` kernel's source (:func:`_unfiled`)
     check: Sequence[str] | None = field(default=None, repr=False)
+    #: the user's comparison in place of the tolerance check; a ``__main__`` kernel's
+    #: source holds the code it reaches (:func:`_unfiled`), not its repr, so that a
+    #: kernel declared without it keeps the hash it had before ``verify=`` was
+    verify: Callable[[dict[str, Any], dict[str, Any]], object] | None = field(
+        default=None, repr=False)
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -115,7 +120,8 @@ class Declaration:
             raise SweeperError(f"kernel {name}: baseline= must be a function of the tensors "
                                f"doing the same work in torch, got {self.baseline!r}"[:300])
         _check_calls(name, attrs["plan"])
-        _check_refuse(name, self.refuse)
+        for key in CALLED:
+            _check_called(name, key, getattr(self, key))
         attrs["baseline_name"] = None if self.baseline is None else \
             self.baseline_name or "torch"
         attrs["headline"] = _headline(name, self.headline)
@@ -326,6 +332,8 @@ class Declaration:
             raise SweeperError(f"kernel {name}: reference= must be a function of the inputs "
                                "returning the outputs")
         tolerances = {**TOLERANCES, **_tolerances(name, self.tolerance)}
+        if self.verify is not None and self.tolerance is not None:
+            raise SweeperError(f"kernel {name}: tolerance= {UNUSED_TOLERANCE}=")
         wrong = check_problem(self.check, tuple(outputs))
         if wrong is not None:
             raise SweeperError(f"kernel {name}: check{wrong[0]}: {wrong[1]}")
@@ -335,7 +343,7 @@ class Declaration:
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
                     refuse=self.refuse, source=source, own_files=own_files,
-                    check=tuple(self.check or ()))
+                    check=tuple(self.check or ()), verify=self.verify)
 
 
 def check_problem(check: object, outputs: Sequence[str]) -> tuple[str, str] | None:
@@ -404,42 +412,64 @@ def _check_calls(kernel: str, plan: Plan) -> None:
                 f"{' and config' if config else ''}") from None
 
 
-def _check_refuse(kernel: str, refuse: Any) -> None:
-    """Refuse a ``refuse=`` that is no function of one argument, the config: called so
-    (``refuse(config)``), it would fail at every config alike."""
-    if refuse is None:
+#: The functions a declaration gives that a kernel calls with arguments in order, by
+#: keyword: the arguments (as a refusal shows the call), the parameters it must then
+#: take, and what it is.  ``refuse(config)`` decides whether a config runs,
+#: ``verify(outputs, expected)`` whether a trial's checked outputs agree with the
+#: reference's (each a dict of output name -> tensor), in place of the tolerance check.
+CALLED: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "refuse": (("config",), "one parameter, the config",
+               "a function of the config returning None (run it) or a string saying why "
+               "not"),
+    "verify": (("outputs", "expected"), "two parameters, the outputs and the reference's",
+               "a function of the outputs and the reference's (two dicts of output name -> "
+               "tensor) returning None or True where they agree, else False or a string "
+               "saying why not"),
+}
+#: Why a tolerance beside a ``verify`` is refused, after the tolerance's key and before
+#: the verify's (``=`` in Python, ``:`` in a space).
+UNUSED_TOLERANCE = ("would never be used: verify replaces the tolerance check (a verify "
+                    "compares at tolerances of its own); allowed: one of tolerance and verify")
+
+
+def _check_called(kernel: str, key: str, fn: Any) -> None:
+    """Refuse a ``key=`` (:data:`CALLED`: ``refuse=``, ``verify=``) that is no function, or
+    one that cannot take the arguments it is called with: called so, it would fail at
+    every config alike."""
+    if fn is None:
         return
-    if not callable(refuse):
-        raise SweeperError(f"kernel {kernel}: refuse= must be a function of the config "
-                           f"returning None (run it) or a string saying why not, got "
-                           f"{refuse!r}"[:300])
-    label = getattr(refuse, "__name__", type(refuse).__name__)
+    if not callable(fn):
+        raise SweeperError(f"kernel {kernel}: {key}= must be {CALLED[key][2]}, got "
+                           f"{fn!r}"[:300])
+    label = getattr(fn, "__name__", type(fn).__name__)
 
     def named(signature: inspect.Signature) -> str:
-        at = defined_at(refuse)
-        return f"kernel {kernel}: refuse= {label}{signature}{f' at {at}' if at else ''}"
+        at = defined_at(fn)
+        return f"kernel {kernel}: {key}= {label}{signature}{f' at {at}' if at else ''}"
 
-    problem = cannot_take_config(refuse, named, f"{label}(config)")
+    problem = cannot_take(key, fn, named, label)
     if problem is not None:
         raise SweeperError(problem)
 
 
-def cannot_take_config(refuse: Callable[..., Any], named: Callable[[inspect.Signature], str],
-                       call: str) -> str | None:
-    """Why ``refuse`` cannot be called as a kernel's refusal is, with the config alone
-    (``call``, as the message shows it): what ``named`` calls it (given its signature)
-    ``cannot take the call it gets``, what Python said, and what it must take; ``None``
-    where it can, or where Python cannot tell its signature (not checked).  The short
-    form's ``refuse=`` and a space's ``refuse:`` are checked by it alike."""
+def cannot_take(key: str, fn: Callable[..., Any], named: Callable[[inspect.Signature], str],
+                label: str) -> str | None:
+    """Why ``fn`` cannot be called as a kernel calls its ``key`` (:data:`CALLED`), with
+    its arguments in order (the call shown as ``label(config)``): what ``named`` calls it
+    (given its signature) ``cannot take the call it gets``, what Python said, and what it
+    must take; ``None`` where it can, or where Python cannot tell its signature (not
+    checked).  The short form's ``refuse=`` and ``verify=`` and a space's ``refuse:`` and
+    ``verify:`` are checked by it alike."""
+    arguments, takes, _ = CALLED[key]
     try:
-        signature = inspect.signature(refuse)
+        signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
     try:
-        signature.bind(None)
+        signature.bind(*(None for _ in arguments))
     except TypeError as err:
-        return (f"{named(signature)} cannot take the call it gets, {call}: {err}; give it "
-                "one parameter, the config")
+        return (f"{named(signature)} cannot take the call it gets, "
+                f"{label}({', '.join(arguments)}): {err}; give it {takes}")
     return None
 
 
@@ -658,6 +688,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
            model: Mapping[str, Any] | None = None,
            refuse: Callable[[Config], str | None] | None = None,
            check: Sequence[str] | None = None,
+           verify: Callable[[dict[str, Any], dict[str, Any]], object] | None = None,
            ) -> Any:
     """Declare a kernel from ``launch(**tensors, config)``; without ``launch``, a
     decorator that takes it.  Returns a :class:`~sweeper.kernels.Kernel` subclass.
@@ -693,6 +724,13 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
       reference then returns alone (one tensor, a tuple in ``check``'s order, a dict) or
       among every output (in ``outputs``' order); the others are poisoned before each
       check and never compared (Kernel Tuner's ``answer`` with ``None`` where not checked);
+    - ``verify(outputs, expected)``: a comparison of one's own in place of the tolerance
+      check (Kernel Tuner's ``verify``), given the checked outputs, the kernel's and the
+      reference's, each a dict of output name -> tensor: ``None`` or ``True`` where they
+      agree, else ``False`` or a string saying why not, the trial's wrong-answer reason.
+      One that raises or returns anything else fails the trial as crashed, its reason
+      saying what it did and where; ``tolerance`` beside it is refused (it would go
+      unused);
     - ``autotuned``: the ``@triton.autotune`` function this launch calls (through its
       ``.fn``): its configs become the meta-parameters and the space that
       ``from_autotune`` builds (see :mod:`sweeper.kernels._autotune`);
@@ -715,7 +753,7 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model,
-        refuse=refuse, check=check)
+        refuse=refuse, check=check, verify=verify)
     # the decorator a user applies is a call of the API too: its errors cut at it
     return cut_at_call(declared.checked_build) if launch is None else \
         declared.checked_build(launch)

@@ -1118,7 +1118,8 @@ def _binds(node: ast.AST, name: str) -> bool:
 
 
 #: ``sweeper.kernel``'s keywords that may be given a function (the rest are data).
-CODE = frozenset({"inputs", "reference", "baseline", "refuse", "bytes_moved", "flops"})
+CODE = frozenset({"inputs", "reference", "baseline", "refuse", "verify", "bytes_moved",
+                  "flops"})
 
 
 def _kernel_call(node: ast.AST | None) -> ast.Call | None:
