@@ -1184,6 +1184,32 @@ def test_an_empty_space_path_is_refused_as_empty(tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+def test_one_line_yaml_text_is_told_it_was_read_as_a_path_and_how_to_give_text(
+        tmp_path, monkeypatch):
+    """``sweeper.run("kernel: copy")`` said only ``kernel: copy: cannot read the space
+    file: No such file or directory``: a string without a newline is a path, and where it
+    names no file but reads as YAML the error says so and how to pass text.  A file of
+    that name is still read as the space, and a plain missing path keeps its error."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpaceError) as err:
+        sweeper.run("kernel: copy", device="interpret", studies_dir="s")
+    assert str(err.value) == (
+        f"'kernel: copy': no such space file in {tmp_path}: a string without a newline is "
+        "read as a space file's path; allowed for YAML text: a newline in it "
+        "('kernel: copy\\n') or braces round it ('{kernel: copy}'), or a dict")
+    with pytest.raises(SpaceError, match=re.escape("or braces round it ('{kernel: copy}')")):
+        sweeper.run("kernel: copy, sampler: random, params: {BLOCK: [" + "1, " * 30 + "2]}",
+                    device="interpret", studies_dir="s")
+    with pytest.raises(SpaceError, match=re.escape(
+            "spaces/none.yaml: cannot read the space file: No such file or directory")):
+        sweeper.run("spaces/none.yaml", device="interpret", studies_dir="s")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kernel: copy").write_text(SPACE)              # a file of that name: read
+    study = sweeper.run("kernel: copy", device=f"replay:{mixed_table(tmp_path)}",
+                        studies_dir="s", quiet=True, report=False)
+    assert study.kernel == "copy"
+
+
 #: A script that runs TINY on the interpreter and gets two Ctrl-Cs after its first trial
 #: (the notebook user's Interrupt pressed twice).
 TWO_CTRL_CS = """
