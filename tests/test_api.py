@@ -716,6 +716,60 @@ def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, ca
     assert sorted(tmp_path.rglob("*")) == before
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda: sweeper.run(), "sweeper.run() needs space (the space: a space file's path, "
+     "YAML text or a dict), not given; help(sweeper.run) says more"),
+    (lambda: sweeper.load_study(), "sweeper.load_study() needs study (the study: its "
+     "folder, or its name under studies_dir), not given; help(sweeper.load_study) says more"),
+    (lambda: sweeper.kernel(lambda x, config: None), "sweeper.kernel() needs inputs= (the "
+     "tensors by name and shape, such as {'x': 'n'}, or a factory problem -> dict of "
+     "tensors), outputs= (the outputs: inputs written in place by name, such as ['x'], or "
+     "new ones by shape, such as {'y': 'n'}) and reference= (torch code on copies of the "
+     "inputs that returns the outputs, such as lambda x: x * 2), not given; "
+     "help(sweeper.kernel) says more"),
+    (lambda: sweeper.kernel(inputs={"x": "n"}, reference=lambda x: x),   # the decorator's
+     "sweeper.kernel() needs outputs= (the outputs: "),
+    (lambda: sweeper.tuned(), "sweeper.tuned() needs kernel (the kernel's name, as the "
+     "tuning file names it, such as 'copy') and dtype= (the problem's dtype, such as "
+     "'float32', 'fp32' or torch.float32), not given"),
+    (lambda: sweeper.tuned(kernel="copy"), "sweeper.tuned() needs dtype= (the problem's"),
+    (lambda: sweeper.tuned_kernel(), "sweeper.tuned_kernel() needs key= (the arguments "
+     "that are the problem's dimensions, as the study named them, such as ['n']), not "
+     "given; help(sweeper.tuned_kernel) says more"),
+])
+def test_a_missing_argument_is_named_with_what_it_is(tmp_path, monkeypatch, call, message):
+    """Python's own "kernel() missing 3 required keyword-only arguments" says neither what
+    they are nor where to read it, and is no SweeperError: each public entry says which
+    arguments it needs and what each is, as a SweeperError that is a TypeError too,
+    before anything runs or is written."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SweeperError) as err:
+        call()
+    assert isinstance(err.value, TypeError)
+    assert str(err.value).startswith(message), str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_entry_must_say_what_each_argument_it_needs_is():
+    """An API function whose needed argument ``entry`` cannot describe is refused as it is
+    decorated (at import), never with a message that names no argument at a user's call."""
+    from sweeper.core._spelling import entry
+
+    def tuned(kernel, *, dtype, cache="cold"):  # type: ignore[no-untyped-def]
+        return kernel, dtype, cache
+
+    with pytest.raises(TypeError, match=re.escape("['kernel', 'dtype'], not ['kernel']")):
+        entry(needs={"kernel": "its name"})(tuned)
+    with pytest.raises(TypeError, match="needs= must say"):
+        entry(needs={"kernel": "k", "dtype": "d", "cache": "c"})(tuned)
+    checked = entry(needs={"kernel": "its name", "dtype": "its dtype"})(tuned)
+    assert checked("copy", dtype="fp32") == ("copy", "fp32", "cold")
+    assert checked(kernel="copy", dtype="fp32") == ("copy", "fp32", "cold")
+    with pytest.raises(SweeperError, match=re.escape(
+            "tuned() needs kernel (its name), not given")):
+        checked(dtype="fp32")
+
+
 def test_run_takes_every_option_of_the_command(tmp_path, capsys):
     """``workers``, ``compile_workers``, ``gpu_check_target``, ``svg`` and ``timing`` are
     ``--workers``, ``--compile-workers``, ``--gpu-check-target``, ``--svg`` and ``--timing``:

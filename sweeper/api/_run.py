@@ -48,7 +48,7 @@ TQDM_NOTICE = "IProgress not found"
 #: a second Ctrl-C's KeyboardInterrupt is the call's own message, cut at the call as its
 #: errors are
 @cutting(SweeperError, KeyboardInterrupt)
-@entry()
+@entry(needs={"space": "the space: a space file's path, YAML text or a dict"})
 def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         studies_dir: str | Path = "studies", study: str | None = None,
         trials: int | None = None, time: float | str | None = None,

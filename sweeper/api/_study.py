@@ -192,7 +192,7 @@ class Study:
 
 
 @cut_at_call
-@entry()
+@entry(needs={"study": "the study: its folder, or its name under studies_dir"})
 def load_study(study: str | Path, *, storage: str | None = None,
                studies_dir: str | Path = "studies") -> Study:
     """The study ``study`` names, found as ``sweeper report STUDY`` finds it
