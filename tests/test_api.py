@@ -575,6 +575,33 @@ def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch,
     assert capsys.readouterr().err == f"sweeper: {err.value}\n"
 
 
+def test_load_study_of_a_studies_folder_lists_its_studies_as_study_does(tmp_path,
+                                                                        monkeypatch, capsys):
+    """``load_study("st1")`` of a folder holding studies said only ``no study 'st1'
+    (looked in st1 and studies/st1)`` where ``Study("st1")`` lists the studies in it: it
+    says the same, and so does the command, naming the option as each caller gives it."""
+    monkeypatch.chdir(tmp_path)
+    sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir="st1",
+                quiet=True, report=False)
+    held = ("st1 is a studies folder, not a study; its studies: mixed-replay; give one's "
+            "folder (st1/mixed-replay), or ")
+    with pytest.raises(StudyError) as err:
+        sweeper.load_study("st1")
+    assert str(err.value) == f"no study 'st1': {held}its name, 'mixed-replay', with " \
+        "studies_dir='st1'"
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("st1")
+    assert str(err.value) == f"Study('st1'): {held}sweeper.load_study('mixed-replay', " \
+        "studies_dir='st1')"
+    from sweeper.cli import main
+
+    capsys.readouterr()
+    assert main(["report", "st1"]) == 2
+    assert capsys.readouterr().err == (f"sweeper: no study 'st1': {held}its name, "
+                                       "'mixed-replay', with --studies-dir st1\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mixed.csv", "st1"]
+
+
 def test_load_study_of_a_name_cut_short_suggests_the_study_it_begins(tmp_path, monkeypatch):
     """``copy-smal`` is the start of ``copy-small-interpret``: that is the study meant, not
     ``copy-oat``, whose whole name is a closer spelling of another study."""
