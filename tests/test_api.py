@@ -1173,6 +1173,35 @@ def test_a_study_is_still_read_after_the_notebook_changes_folder(tmp_path, monke
     assert not (tmp_path / "elsewhere" / "studies").exists()
 
 
+def test_what_a_study_writes_is_returned_by_its_absolute_path(tmp_path, monkeypatch):
+    """``study.export("t.json")`` returned ``t.json`` where ``study.report()`` returns an
+    absolute path: after the notebook changes folder (``%cd``) it named another file.
+    Every method that writes returns where it wrote by its absolute path (a SQLite URL
+    names its file so), each still right after the folder changes."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SWEEPER_TUNING", raising=False)
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", quiet=True,
+                        report=False)
+    written = [study.report(), study.export(), study.export("t.json"),
+               study.export("r.csv", format="csv"), study.export(format="csv"),
+               study.export("a.parquet", format="parquet"),
+               study.export("c.py", format="triton"),
+               study.export("o.log", format="optuna")]
+    assert written[:3] == [study.path / "report.md", tmp_path / "studies" / "tuning.json",
+                           tmp_path / "t.json"]
+    url = study.export("sqlite:///o.db", format="optuna")
+    assert url == f"sqlite:///{tmp_path / 'o.db'}"
+    assert study.export("sqlite:///./o.db?timeout=5", format="optuna", replace=True) == \
+        f"sqlite:///{tmp_path / 'o.db'}?timeout=5"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for path in written:
+        assert isinstance(path, Path) and path.is_absolute() and path.is_file(), path
+    import optuna
+
+    assert optuna.get_all_study_names(url) == ["mixed-replay"]
+
+
 def test_a_zipped_groups_advice_is_written_as_the_params_dict(tmp_path):
     """Where ``params=`` breaks a group of zipped axes, the way out is written in the
     form the caller used: a dict entry (``params={'tiles': {'zip': ...}}``), not ``-p``'s

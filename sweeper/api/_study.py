@@ -163,8 +163,10 @@ class Study:
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> Path | str:
         """Export the study as ``sweeper export`` does, and return where it went: the
-        file's :class:`~pathlib.Path`, as :meth:`report` returns report.md's, or for an
-        Optuna database its URL as given (a ``str``: a URL is no path).
+        file's absolute :class:`~pathlib.Path`, as :meth:`report` returns report.md's, or
+        for an Optuna database its URL (a ``str``: a URL is no path), a SQLite file's by
+        its absolute path: a relative ``target`` names another file once the notebook
+        changes folder (``%cd``).
         ``tuning`` (default): merge the winners into the tuning file ``target``, by
         default ``$SWEEPER_TUNING``, else ``studies/tuning.json`` of the working folder,
         whatever folder the study is in (``sweeper export --studies-dir`` writes the same
@@ -183,8 +185,12 @@ class Study:
 
         where = None if target is None else folder("target", target)
         with optuna_verbosity_kept():       # an Optuna export quiets Optuna's own logs
-            return export(self.storage, format, where,
-                          replace=flag("replace", replace)).target
+            went = export(self.storage, format, where, replace=flag("replace", replace)).target
+        if isinstance(went, Path):
+            return went.absolute()
+        from sweeper.interop._optuna import absolute_url  # imported by the export
+
+        return absolute_url(went)
 
     def __repr__(self) -> str:
         if isinstance(self.storage, StudyStore):
