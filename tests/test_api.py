@@ -717,6 +717,9 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
      "'dtyp'; allowed: kernel, dtype, footprint, dims, gpu, path, cache; did you mean 'dtype'?"),
     (lambda s: sweeper.tuned_kernel(kye=["n"]), "sweeper.tuned_kernel() takes no keyword "
      "'kye'"),
+    (lambda s: sweeper.cuda("copy.cu", "copy", ["y", "x", "n"], templat="copy<{V}>"),
+     "sweeper.cuda() takes no keyword 'templat'; allowed: source, entry, args, template, "
+     "nvrtc_options, shared_memory; did you mean 'template'?"),
     (lambda s: sweeper.kernel(lambda x, config: None, inputs={"x": "n"}, outputs=["x"],
                               refrence=lambda x: x), "sweeper.kernel() takes no keyword "
      "'refrence'; allowed: inputs, outputs, reference,"),
@@ -760,6 +763,8 @@ def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, ca
      "tuning file names it, such as 'copy') and dtype= (the problem's dtype, such as "
      "'float32', 'fp32' or torch.float32), not given"),
     (lambda: sweeper.tuned(kernel="copy"), "sweeper.tuned() needs dtype= (the problem's"),
+    (lambda: sweeper.cuda("copy.cu"), "sweeper.cuda() needs entry (the __global__ "
+     "function's name) and args (its arguments in order: "),
     (lambda: sweeper.tuned_kernel(), "sweeper.tuned_kernel() needs key= (the arguments "
      "that are the problem's dimensions, as the study named them, such as ['n']), not "
      "given; help(sweeper.tuned_kernel) says more"),

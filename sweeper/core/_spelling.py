@@ -109,6 +109,10 @@ def entry(*, spelled: bool = True, needs: Mapping[str, str] | None = None
     return decorate
 
 
+#: The code of the function :func:`entry` wraps an API function in (one for all).
+ENTRY_WRAPPER = entry()(lambda: None).__code__
+
+
 def _lacking(parameters: list[inspect.Parameter], given: int, kwargs: Mapping[str, Any]
              ) -> list[inspect.Parameter]:
     """The arguments without a default that a call of ``given`` positional arguments
@@ -128,4 +132,4 @@ def _lacking_line(name: str, lacking: list[inspect.Parameter], said: Mapping[str
     return f"{name}() needs {listed}, not given; help({name}) says more"
 
 
-__all__ = ["entry", "given", "keywords", "option"]
+__all__ = ["ENTRY_WRAPPER", "entry", "given", "keywords", "option"]
