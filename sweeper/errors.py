@@ -221,8 +221,9 @@ class ExpressionError(SweeperError):
 
 
 class KeywordError(SweeperError, TypeError):
-    """An API function was given a keyword it does not take: a :class:`TypeError`, as
-    Python's own is, whose message lists the keywords it takes and the likely one."""
+    """An API function was given a keyword it does not take, or not given an argument it
+    needs: a :class:`TypeError`, as Python's own is, whose message lists the keywords it
+    takes and the likely one, or says what each argument left out is."""
 
 
 class NoDeviceError(SweeperError):

@@ -307,7 +307,9 @@ class TunedKernel:
 
 
 @cut_at_call
-@entry(spelled=False)
+@entry(spelled=False, needs={
+    "key": "the arguments that are the problem's dimensions, as the study named them, "
+           "such as ['n']"})
 def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
                  name: str | None = None, gpu: str | None = None,
                  measure_untuned: bool = False, restore: Sequence[str] = (),

@@ -635,7 +635,9 @@ def far_text(config: TunedConfig, asked: Mapping[str, int | None]) -> str:
 
 
 @cut_at_call
-@entry(spelled=False)
+@entry(spelled=False, needs={
+    "kernel": "the kernel's name, as the tuning file names it, such as 'copy'",
+    "dtype": "the problem's dtype, such as 'float32', 'fp32' or torch.float32"})
 def tuned(kernel: str, *, dtype: object, footprint: int | None = None,
           dims: Mapping[str, int] | None = None, gpu: str | None = None,
           path: str | Path | None = None, cache: str = "cold") -> TunedConfig:

@@ -575,6 +575,33 @@ def test_load_study_takes_a_study_name_as_the_commands_do(tmp_path, monkeypatch,
     assert capsys.readouterr().err == f"sweeper: {err.value}\n"
 
 
+def test_load_study_of_a_studies_folder_lists_its_studies_as_study_does(tmp_path,
+                                                                        monkeypatch, capsys):
+    """``load_study("st1")`` of a folder holding studies said only ``no study 'st1'
+    (looked in st1 and studies/st1)`` where ``Study("st1")`` lists the studies in it: it
+    says the same, and so does the command, naming the option as each caller gives it."""
+    monkeypatch.chdir(tmp_path)
+    sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", studies_dir="st1",
+                quiet=True, report=False)
+    held = ("st1 is a studies folder, not a study; its studies: mixed-replay; give one's "
+            "folder (st1/mixed-replay), or ")
+    with pytest.raises(StudyError) as err:
+        sweeper.load_study("st1")
+    assert str(err.value) == f"no study 'st1': {held}its name, 'mixed-replay', with " \
+        "studies_dir='st1'"
+    with pytest.raises(StudyError) as err:
+        sweeper.Study("st1")
+    assert str(err.value) == f"Study('st1'): {held}sweeper.load_study('mixed-replay', " \
+        "studies_dir='st1')"
+    from sweeper.cli import main
+
+    capsys.readouterr()
+    assert main(["report", "st1"]) == 2
+    assert capsys.readouterr().err == (f"sweeper: no study 'st1': {held}its name, "
+                                       "'mixed-replay', with --studies-dir st1\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mixed.csv", "st1"]
+
+
 def test_load_study_of_a_name_cut_short_suggests_the_study_it_begins(tmp_path, monkeypatch):
     """``copy-smal`` is the start of ``copy-small-interpret``: that is the study meant, not
     ``copy-oat``, whose whole name is a closer spelling of another study."""
@@ -690,6 +717,9 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
      "'dtyp'; allowed: kernel, dtype, footprint, dims, gpu, path, cache; did you mean 'dtype'?"),
     (lambda s: sweeper.tuned_kernel(kye=["n"]), "sweeper.tuned_kernel() takes no keyword "
      "'kye'"),
+    (lambda s: sweeper.cuda("copy.cu", "copy", ["y", "x", "n"], templat="copy<{V}>"),
+     "sweeper.cuda() takes no keyword 'templat'; allowed: source, entry, args, template, "
+     "nvrtc_options, shared_memory; did you mean 'template'?"),
     (lambda s: sweeper.kernel(lambda x, config: None, inputs={"x": "n"}, outputs=["x"],
                               refrence=lambda x: x), "sweeper.kernel() takes no keyword "
      "'refrence'; allowed: inputs, outputs, reference,"),
@@ -714,6 +744,62 @@ def test_a_misspelt_keyword_names_the_ones_taken_and_the_likely_one(tmp_path, ca
     assert isinstance(err.value, TypeError)
     assert str(err.value).startswith(message), str(err.value)
     assert sorted(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sweeper.run(), "sweeper.run() needs space (the space: a space file's path, "
+     "YAML text or a dict), not given; help(sweeper.run) says more"),
+    (lambda: sweeper.load_study(), "sweeper.load_study() needs study (the study: its "
+     "folder, or its name under studies_dir), not given; help(sweeper.load_study) says more"),
+    (lambda: sweeper.kernel(lambda x, config: None), "sweeper.kernel() needs inputs= (the "
+     "tensors by name and shape, such as {'x': 'n'}, or a factory problem -> dict of "
+     "tensors), outputs= (the outputs: inputs written in place by name, such as ['x'], or "
+     "new ones by shape, such as {'y': 'n'}) and reference= (torch code on copies of the "
+     "inputs that returns the outputs, such as lambda x: x * 2), not given; "
+     "help(sweeper.kernel) says more"),
+    (lambda: sweeper.kernel(inputs={"x": "n"}, reference=lambda x: x),   # the decorator's
+     "sweeper.kernel() needs outputs= (the outputs: "),
+    (lambda: sweeper.tuned(), "sweeper.tuned() needs kernel (the kernel's name, as the "
+     "tuning file names it, such as 'copy') and dtype= (the problem's dtype, such as "
+     "'float32', 'fp32' or torch.float32), not given"),
+    (lambda: sweeper.tuned(kernel="copy"), "sweeper.tuned() needs dtype= (the problem's"),
+    (lambda: sweeper.cuda("copy.cu"), "sweeper.cuda() needs entry (the __global__ "
+     "function's name) and args (its arguments in order: "),
+    (lambda: sweeper.tuned_kernel(), "sweeper.tuned_kernel() needs key= (the arguments "
+     "that are the problem's dimensions, as the study named them, such as ['n']), not "
+     "given; help(sweeper.tuned_kernel) says more"),
+])
+def test_a_missing_argument_is_named_with_what_it_is(tmp_path, monkeypatch, call, message):
+    """Python's own "kernel() missing 3 required keyword-only arguments" says neither what
+    they are nor where to read it, and is no SweeperError: each public entry says which
+    arguments it needs and what each is, as a SweeperError that is a TypeError too,
+    before anything runs or is written."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SweeperError) as err:
+        call()
+    assert isinstance(err.value, TypeError)
+    assert str(err.value).startswith(message), str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_entry_must_say_what_each_argument_it_needs_is():
+    """An API function whose needed argument ``entry`` cannot describe is refused as it is
+    decorated (at import), never with a message that names no argument at a user's call."""
+    from sweeper.core._spelling import entry
+
+    def tuned(kernel, *, dtype, cache="cold"):  # type: ignore[no-untyped-def]
+        return kernel, dtype, cache
+
+    with pytest.raises(TypeError, match=re.escape("['kernel', 'dtype'], not ['kernel']")):
+        entry(needs={"kernel": "its name"})(tuned)
+    with pytest.raises(TypeError, match="needs= must say"):
+        entry(needs={"kernel": "k", "dtype": "d", "cache": "c"})(tuned)
+    checked = entry(needs={"kernel": "its name", "dtype": "its dtype"})(tuned)
+    assert checked("copy", dtype="fp32") == ("copy", "fp32", "cold")
+    assert checked(kernel="copy", dtype="fp32") == ("copy", "fp32", "cold")
+    with pytest.raises(SweeperError, match=re.escape(
+            "tuned() needs kernel (its name), not given")):
+        checked(dtype="fp32")
 
 
 def test_run_takes_every_option_of_the_command(tmp_path, capsys):
@@ -1092,6 +1178,35 @@ def test_a_study_is_still_read_after_the_notebook_changes_folder(tmp_path, monke
     assert not (tmp_path / "elsewhere" / "studies").exists()
 
 
+def test_what_a_study_writes_is_returned_by_its_absolute_path(tmp_path, monkeypatch):
+    """``study.export("t.json")`` returned ``t.json`` where ``study.report()`` returns an
+    absolute path: after the notebook changes folder (``%cd``) it named another file.
+    Every method that writes returns where it wrote by its absolute path (a SQLite URL
+    names its file so), each still right after the folder changes."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SWEEPER_TUNING", raising=False)
+    study = sweeper.run(SPACE, device=f"replay:{mixed_table(tmp_path)}", quiet=True,
+                        report=False)
+    written = [study.report(), study.export(), study.export("t.json"),
+               study.export("r.csv", format="csv"), study.export(format="csv"),
+               study.export("a.parquet", format="parquet"),
+               study.export("c.py", format="triton"),
+               study.export("o.log", format="optuna")]
+    assert written[:3] == [study.path / "report.md", tmp_path / "studies" / "tuning.json",
+                           tmp_path / "t.json"]
+    url = study.export("sqlite:///o.db", format="optuna")
+    assert url == f"sqlite:///{tmp_path / 'o.db'}"
+    assert study.export("sqlite:///./o.db?timeout=5", format="optuna", replace=True) == \
+        f"sqlite:///{tmp_path / 'o.db'}?timeout=5"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    for path in written:
+        assert isinstance(path, Path) and path.is_absolute() and path.is_file(), path
+    import optuna
+
+    assert optuna.get_all_study_names(url) == ["mixed-replay"]
+
+
 def test_a_zipped_groups_advice_is_written_as_the_params_dict(tmp_path):
     """Where ``params=`` breaks a group of zipped axes, the way out is written in the
     form the caller used: a dict entry (``params={'tiles': {'zip': ...}}``), not ``-p``'s
@@ -1182,6 +1297,32 @@ def test_an_empty_space_path_is_refused_as_empty(tmp_path, capsys):
     assert main(["run", "", "--device", "interpret", "--studies-dir", str(tmp_path / "s")]) == 2
     assert capsys.readouterr().err.strip().endswith(message)
     assert not (tmp_path / "s").exists()
+
+
+def test_one_line_yaml_text_is_told_it_was_read_as_a_path_and_how_to_give_text(
+        tmp_path, monkeypatch):
+    """``sweeper.run("kernel: copy")`` said only ``kernel: copy: cannot read the space
+    file: No such file or directory``: a string without a newline is a path, and where it
+    names no file but reads as YAML the error says so and how to pass text.  A file of
+    that name is still read as the space, and a plain missing path keeps its error."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpaceError) as err:
+        sweeper.run("kernel: copy", device="interpret", studies_dir="s")
+    assert str(err.value) == (
+        f"'kernel: copy': no such space file in {tmp_path}: a string without a newline is "
+        "read as a space file's path; allowed for YAML text: a newline in it "
+        "('kernel: copy\\n') or braces round it ('{kernel: copy}'), or a dict")
+    with pytest.raises(SpaceError, match=re.escape("or braces round it ('{kernel: copy}')")):
+        sweeper.run("kernel: copy, sampler: random, params: {BLOCK: [" + "1, " * 30 + "2]}",
+                    device="interpret", studies_dir="s")
+    with pytest.raises(SpaceError, match=re.escape(
+            "spaces/none.yaml: cannot read the space file: No such file or directory")):
+        sweeper.run("spaces/none.yaml", device="interpret", studies_dir="s")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kernel: copy").write_text(SPACE)              # a file of that name: read
+    study = sweeper.run("kernel: copy", device=f"replay:{mixed_table(tmp_path)}",
+                        studies_dir="s", quiet=True, report=False)
+    assert study.kernel == "copy"
 
 
 #: A script that runs TINY on the interpreter and gets two Ctrl-Cs after its first trial

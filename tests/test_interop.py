@@ -325,7 +325,8 @@ def test_study_export_writes_each_format_and_refuses_an_unknown_one(mixed, tmp_p
 def test_study_export_returns_the_files_path_or_the_databases_url(mixed, tmp_path):
     """``Study.export`` returns where it wrote as ``Study.report`` does, a ``Path``, where
     it wrote a file (it returned a ``str``); an Optuna database's URL is no path
-    (``Path("sqlite:///a.db")`` is ``sqlite:/a.db``), so it is the ``str`` given."""
+    (``Path("sqlite:///a.db")`` is ``sqlite:/a.db``), so it is a ``str``, the one given
+    where it names its file by its absolute path."""
     for format, name in (("csv", "replay.csv"), ("parquet", "trials.parquet"),
                          ("triton", "tuned_configs.py")):
         written = mixed.export(format=format)
@@ -347,7 +348,7 @@ def test_the_tuning_file_is_the_working_folders_whatever_the_studies_folder(
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    assert mixed.export() == Path("studies", "tuning.json")
+    assert mixed.export() == work / "studies" / "tuning.json"
     entries = json.loads((work / "studies" / "tuning.json").read_text())["entries"]
     (work / "studies" / "tuning.json").unlink()
     assert main(["export", "mixed-replay", "--studies-dir", str(tmp_path / "st")]) == 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -47,7 +48,7 @@ TQDM_NOTICE = "IProgress not found"
 #: a second Ctrl-C's KeyboardInterrupt is the call's own message, cut at the call as its
 #: errors are
 @cutting(SweeperError, KeyboardInterrupt)
-@entry()
+@entry(needs={"space": "the space: a space file's path, YAML text or a dict"})
 def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
         studies_dir: str | Path = "studies", study: str | None = None,
         trials: int | None = None, time: float | str | None = None,
@@ -63,9 +64,11 @@ def run(space: str | Path | Mapping[str, Any], *, device: str = "cuda",
 
     ``space``: a space file's path; YAML text (a string holding a newline or starting with
     ``{``), named ``<string>`` in errors; or a dict, named ``<dict>`` (its errors give the
-    key path, as it has no lines).  ``extends:`` in text or a dict reads from the current
-    folder.  Without ``study:`` (or ``study=``) text or a dict is named after its kernel
-    (``add`` for ``kernel: mymodule:add``, then ``-interpret`` and the like off a GPU), as
+    key path, as it has no lines).  Any other string is a path: one that names no file
+    but reads as YAML (``"kernel: copy"``) is refused saying so and how to give text.
+    ``extends:`` in text or a dict reads from the current folder.  Without ``study:`` (or
+    ``study=``) text or a dict is named after its kernel (``add`` for ``kernel:
+    mymodule:add``, then ``-interpret`` and the like off a GPU), as
     ``--from-autotune`` names it, and a file after the file.  The options are ``run``'s:
     ``device`` (``cuda``, ``interpret``,
     ``replay:TABLE.csv``), ``studies_dir``, ``study`` (``--study``), ``trials``, ``time``
@@ -229,6 +232,8 @@ def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
         path, text = STRING, space
     elif isinstance(space, (str, Path)):
         path, text = home(space), None
+        if isinstance(space, str):
+            _no_text_as_path(space, path)
     elif isinstance(space, Mapping):
         _kernel_named(space.get("kernel"))
         path, text = DICT, _yaml(space)
@@ -236,6 +241,32 @@ def _source(space: Any, params: Mapping[str, Any] | Sequence[str],
         raise SweeperError(f"space: {type(space).__name__} is not a space; allowed: a path, "
                            "YAML text or a dict")
     return SpaceSource(path=path, text=text, params=overrides, allow_path=allowed)
+
+
+def _no_text_as_path(space: str, path: str) -> None:
+    """Refuse a one-line string that names no file but reads as YAML text
+    (``"kernel: copy"``), saying that it was read as a path and how to give text: a
+    one-line string is a path (the common case, and what the command takes), so such a
+    string otherwise failed with the file's "No such file or directory" alone."""
+    if os.path.exists(path) or not _reads_as_mapping(space):
+        return
+    shown = space if len(space) <= 40 else "kernel: copy"      # a long one: its form
+    raise SpaceError(f"no such space file in {os.getcwd()}: a string without a newline is "
+                     "read as a space file's path; allowed for YAML text: a newline in it "
+                     f"({shown + chr(10)!r}) or braces round it ({'{' + shown + '}'!r}), "
+                     "or a dict", file=cut(repr(space), 80))
+
+
+def _reads_as_mapping(text: str) -> bool:
+    """Whether ``text`` is YAML's ``key: value`` mapping (``kernel: copy``), or would be
+    but for an error later in it (``kernel: copy, params: {}``); a path reads as one
+    string (``spaces/copy.yaml``, ``C:/spaces/copy.yaml``)."""
+    import yaml
+
+    try:
+        return isinstance(yaml.safe_load(text), dict)
+    except yaml.YAMLError:
+        return ": " in text
 
 
 def _kernel_named(kernel: Any) -> None:

@@ -9,13 +9,14 @@ when asked, so a study that another process is still running is seen as it stand
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper._environ import optuna_verbosity_kept
 from sweeper.api._checks import flag, folder, home, optional_text, refuse
 from sweeper.core._api_errors import cut_at_call
-from sweeper.core._spelling import entry
+from sweeper.core._spelling import entry, given
 from sweeper.errors import StudyError
 from sweeper.store import Storage, StudyStore
 
@@ -162,8 +163,10 @@ class Study:
     def export(self, target: str | Path | None = None, *, format: str = "tuning",
                replace: bool = False) -> Path | str:
         """Export the study as ``sweeper export`` does, and return where it went: the
-        file's :class:`~pathlib.Path`, as :meth:`report` returns report.md's, or for an
-        Optuna database its URL as given (a ``str``: a URL is no path).
+        file's absolute :class:`~pathlib.Path`, as :meth:`report` returns report.md's, or
+        for an Optuna database its URL (a ``str``: a URL is no path), a SQLite file's by
+        its absolute path: a relative ``target`` names another file once the notebook
+        changes folder (``%cd``).
         ``tuning`` (default): merge the winners into the tuning file ``target``, by
         default ``$SWEEPER_TUNING``, else ``studies/tuning.json`` of the working folder,
         whatever folder the study is in (``sweeper export --studies-dir`` writes the same
@@ -182,8 +185,12 @@ class Study:
 
         where = None if target is None else folder("target", target)
         with optuna_verbosity_kept():       # an Optuna export quiets Optuna's own logs
-            return export(self.storage, format, where,
-                          replace=flag("replace", replace)).target
+            went = export(self.storage, format, where, replace=flag("replace", replace)).target
+        if isinstance(went, Path):
+            return went.absolute()
+        from sweeper.interop._optuna import absolute_url  # imported by the export
+
+        return absolute_url(went)
 
     def __repr__(self) -> str:
         if isinstance(self.storage, StudyStore):
@@ -192,7 +199,7 @@ class Study:
 
 
 @cut_at_call
-@entry()
+@entry(needs={"study": "the study: its folder, or its name under studies_dir"})
 def load_study(study: str | Path, *, storage: str | None = None,
                studies_dir: str | Path = "studies") -> Study:
     """The study ``study`` names, found as ``sweeper report STUDY`` finds it
@@ -200,7 +207,8 @@ def load_study(study: str | Path, *, storage: str | None = None,
     name under ``studies_dir``; with ``storage`` (a ``postgresql://`` URL, as
     ``sweeper.run(..., storage=URL)`` took) the study of that name in the database, its
     report and exports written under ``studies_dir``.  One that is found nowhere is a
-    :class:`~sweeper.errors.StudyError` saying where it looked."""
+    :class:`~sweeper.errors.StudyError` saying where it looked (a studies folder: the
+    studies it holds, as :class:`Study` says)."""
     if not isinstance(study, (str, Path)):
         raise refuse("study", study, "a study; allowed: its folder or name, as text or a Path")
     study = home(study)             # no study's name starts with ~
@@ -216,7 +224,8 @@ def find_study(study: str | Path, *, storage: str | None, studies_dir: str) -> S
     ``storage`` (a database URL) the study of that name there; else the folder ``study``
     where it holds a study (``study.json``, or a journal without it), else the study of
     that name under ``studies_dir``.  Found nowhere: a :class:`StudyError` saying where
-    it looked, and a study with a close name if there is one; a journal without
+    it looked, and a study with a close name if there is one (a studies folder: the
+    studies it holds, :func:`studies_folder`); a journal without
     ``study.json``, or one that cannot be read, is one line saying so."""
     from sweeper.options import check_study_name, near_study, study_folder
 
@@ -236,6 +245,10 @@ def find_study(study: str | Path, *, storage: str | None, studies_dir: str) -> S
         path = Path(studies_dir) / study
     store = StudyStore(path)
     if not store.exists() and not store.orphaned():
+        held = studies_folder(Path(study), lambda name: f"its name, {name!r}, with "
+                              f"{given('studies_dir', str(study))}")
+        if held is not None:
+            raise StudyError(f"no study {str(study)!r}: {held}")
         looked = study if path == Path(study) else f"{study} and {path}"
         raise StudyError(f"no study {str(study)!r} (looked in {looked})"
                          f"{near_study(Path(study), Path(studies_dir))}")
@@ -258,18 +271,28 @@ def study_in(path: Path) -> StudyStore:
     if store.exists() or store.orphaned():
         return _readable(store)
     said = f"Study({str(path)!r}): "
-    held = sorted(p.parent.name for p in path.glob("*/study.json")) if path.is_dir() else []
-    if held:
-        shown = ", ".join(held[:LISTED]) + (f" ({len(held)} in all)" if len(held) > LISTED
-                                            else "")
-        raise StudyError(f"{said}{path} is a studies folder, not a study; its studies: "
-                         f"{shown}; give one's folder ({path / held[0]}), or "
-                         f"sweeper.load_study({held[0]!r}, studies_dir={str(path)!r})")
+    held = studies_folder(path, lambda name: f"sweeper.load_study({name!r}, "
+                          f"studies_dir={str(path)!r})")
+    if held is not None:
+        raise StudyError(said + held)
     what = f"no study in {path} (no study.json)" if path.is_dir() else \
         f"{path} is a file, not a folder" if path.exists() else f"no folder {path}"
     raise StudyError(f"{said}{what}; allowed: a study's folder (what sweeper run prints, "
                      "a Study's .path), or sweeper.load_study(NAME) for a study's name under "
                      f"studies_dir{near_study(path, Path('studies'))}")
+
+
+def studies_folder(path: Path, by_name: Callable[[str], str]) -> str | None:
+    """What folder ``path``, given where a study goes, is where it holds studies and no
+    study of its own: a studies folder, its studies (the first :data:`LISTED`), and how to
+    give one, by its folder or as ``by_name`` of its name says; ``None`` elsewhere."""
+    held = sorted(p.parent.name for p in path.glob("*/study.json")) if path.is_dir() else []
+    if not held:
+        return None
+    shown = ", ".join(held[:LISTED]) + (f" ({len(held)} in all)" if len(held) > LISTED
+                                        else "")
+    return (f"{path} is a studies folder, not a study; its studies: {shown}; give one's "
+            f"folder ({path / held[0]}), or {by_name(held[0])}")
 
 
 def stored(storage: Storage) -> Storage:

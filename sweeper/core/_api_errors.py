@@ -84,9 +84,12 @@ def cut_unless_kept(err: BaseException) -> None:
 
 def callers_frame(frame: FrameType) -> FrameType:
     """The frame of the code that called an API function, ``frame`` being its caller as
-    the function sees it (``sys._getframe(1)``): past :func:`cutting`'s wrapper (what
-    ``sweeper.cuda`` reads its caller's folder from)."""
-    while frame.f_code is _WRAPPER and frame.f_back is not None:
+    the function sees it (``sys._getframe(1)``): past :func:`cutting`'s wrapper and
+    :func:`~sweeper.core._spelling.entry`'s (what ``sweeper.cuda`` reads its caller's
+    folder from)."""
+    from sweeper.core._spelling import ENTRY_WRAPPER
+
+    while frame.f_code in (_WRAPPER, ENTRY_WRAPPER) and frame.f_back is not None:
         frame = frame.f_back
     return frame
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -65,18 +65,28 @@ def keywords() -> Iterator[None]:
         _KEYWORDS.reset(token)
 
 
-def entry(*, spelled: bool = True) -> Callable[[F], F]:
+def entry(*, spelled: bool = True, needs: Mapping[str, str] | None = None
+          ) -> Callable[[F], F]:
     """Decorate an API function: a keyword it does not take is refused as a
     :class:`~sweeper.errors.KeywordError` (a ``TypeError``, as Python's own) that lists
-    the keywords it takes and the likely one (``devcie=`` -> ``device``); ``spelled``:
-    it runs within :func:`keywords`."""
+    the keywords it takes and the likely one (``devcie=`` -> ``device``), and so are the
+    arguments it needs and was not given, each with what it is (``needs``: one line per
+    argument without a default, every one of them, checked as it decorates: Python's own
+    "missing 3 required keyword-only arguments" says neither); ``spelled``: it runs
+    within :func:`keywords`."""
+    said = dict(needs or {})
 
     def decorate(func: F) -> F:
-        parameters = inspect.signature(func).parameters.values()
+        parameters = list(inspect.signature(func).parameters.values())
         if any(p.kind is p.VAR_KEYWORD for p in parameters):
             raise TypeError(f"{func.__qualname__} takes any keyword: nothing to check")
         takes = [p.name for p in parameters
                  if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
+        required = [p.name for p in parameters if p.default is p.empty and p.name != "self"
+                    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if sorted(required) != sorted(said):
+            raise TypeError(f"{func.__qualname__}: needs= must say what each argument "
+                            f"without a default is: {required}, not {sorted(said)}")
         # as the user calls it: sweeper.run(), Study.export()
         name = func.__qualname__ if "." in func.__qualname__ else f"sweeper.{func.__qualname__}"
 
@@ -86,6 +96,9 @@ def entry(*, spelled: bool = True) -> Callable[[F], F]:
                 if key not in takes:
                     raise KeywordError(f"{name}() takes no keyword {key!r}; allowed: "
                                        f"{', '.join(takes)}{did_you_mean(key, takes)}")
+            lacking = _lacking(parameters, len(args), kwargs)
+            if lacking:
+                raise KeywordError(_lacking_line(name, lacking, said))
             if not spelled:
                 return func(*args, **kwargs)
             with keywords():
@@ -96,4 +109,27 @@ def entry(*, spelled: bool = True) -> Callable[[F], F]:
     return decorate
 
 
-__all__ = ["entry", "given", "keywords", "option"]
+#: The code of the function :func:`entry` wraps an API function in (one for all).
+ENTRY_WRAPPER = entry()(lambda: None).__code__
+
+
+def _lacking(parameters: list[inspect.Parameter], given: int, kwargs: Mapping[str, Any]
+             ) -> list[inspect.Parameter]:
+    """The arguments without a default that a call of ``given`` positional arguments
+    (``self`` counted) and ``kwargs`` leaves out."""
+    return [p for i, p in enumerate(parameters)
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            and p.name not in kwargs and not (i < given and p.kind is not p.KEYWORD_ONLY)]
+
+
+def _lacking_line(name: str, lacking: list[inspect.Parameter], said: Mapping[str, str]
+                  ) -> str:
+    """``sweeper.kernel() needs outputs= (...) and reference= (...), not given; ...``: a
+    keyword-only argument shown as its keyword, a positional one by its name."""
+    shown = [f"{p.name}{'=' if p.kind is p.KEYWORD_ONLY else ''} ({said[p.name]})"
+             for p in lacking]
+    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+    return f"{name}() needs {listed}, not given; help({name}) says more"
+
+
+__all__ = ["ENTRY_WRAPPER", "entry", "given", "keywords", "option"]

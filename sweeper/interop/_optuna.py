@@ -278,6 +278,18 @@ def sqlite_path(url: str) -> Path | None:
     return Path(file) if file and file != ":memory:" else None
 
 
+def absolute_url(url: str) -> str:
+    """``url`` with the file of a ``sqlite:///FILE`` URL by its absolute path, from the
+    current folder now (``sqlite:////work/a.db``): a relative one names another file once
+    the process changes folder (a notebook's ``%cd``).  Any other URL as it is."""
+    path = sqlite_path(url)
+    if path is None or path.is_absolute():
+        return url
+    scheme, _, rest = url.partition("://")
+    _, query, options = rest[1:].partition("?")
+    return f"{scheme}:///{path.absolute()}{query}{options}"
+
+
 def _starts_sqlite(path: Path) -> bool:
     try:
         with path.open("rb") as f:

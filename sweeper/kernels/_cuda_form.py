@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from sweeper import plugins
 from sweeper.core import DTYPES, THREAD_BLOCKS, Config, LaunchShape, Problem, evaluate, parse
 from sweeper.core._api_errors import callers_frame, cut_at_call
+from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip_members
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.escape import cut
@@ -90,6 +91,11 @@ FUNCTIONS = ("reference", *CALLED)
 
 
 @cut_at_call
+@entry(spelled=False, needs={
+    "source": "the .cu file's path, relative to the calling module's folder",
+    "entry": "the __global__ function's name",
+    "args": "its arguments in order: tensors, dimensions and meta-parameters by name, "
+            "numbers, such as ['y', 'x', 'n']"})
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
          template: str | None = None, nvrtc_options: Sequence[str] = (),
          shared_memory: str | int | None = None) -> CudaLaunch:

@@ -672,7 +672,13 @@ def _unfiled(launch: Callable[..., Any], declared: Declaration, main: str = "__m
 
 
 @cut_at_call
-@entry(spelled=False)
+@entry(spelled=False, needs={
+    "inputs": "the tensors by name and shape, such as {'x': 'n'}, or a factory "
+              "problem -> dict of tensors",
+    "outputs": "the outputs: inputs written in place by name, such as ['x'], or new ones "
+               "by shape, such as {'y': 'n'}",
+    "reference": "torch code on copies of the inputs that returns the outputs, such as "
+                 "lambda x: x * 2"})
 def kernel(launch: Callable[..., Any] | None = None, /, *,
            inputs: Mapping[str, Any] | Factory, outputs: Sequence[str] | Mapping[str, Any],
            reference: Callable[..., Any], name: str | None = None,
