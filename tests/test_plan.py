@@ -687,7 +687,9 @@ def test_the_plan_prices_the_maps_the_report_draws(write_space, tmp_path, capsys
     assert plan.maps == drawn
     assert main(["run", str(path), "--device", "interpret", "--studies-dir",
                  str(tmp_path / "st"), "--quiet"]) == 0
-    assert f"; {drawn} heatmap{'s' * (drawn != 1)} in " in capsys.readouterr().out
+    assert (f"; {drawn} heatmap{'s' * (drawn != 1)} in " if drawn else
+            "; no heatmap drawn: nothing varies enough to draw a map (report.md says why)"
+            ) in capsys.readouterr().out
 
 
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
