@@ -268,8 +268,9 @@ def _ab(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     _threshold_option(ab)
     _allow_option(ab)
     ab.add_argument("--studies-dir", default="studies",
-                    help="the samples go to STUDIES_DIR/<study>-ab/ (default: "
-                    "%(default)s)")
+                    help="the samples go to STUDIES_DIR/<study>-ab/KEY-A-vs-B-HASH.json, "
+                    "HASH of the comparison with its -p settings: another comparison never "
+                    "replaces them (default: %(default)s)")
     ab.set_defaults(func=cmd_ab)
 
 
