@@ -668,7 +668,8 @@ def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys,
     assert rc == 0
     assert line(out, "verdict: B (BLOCK=1024) is ").split("]; ")[1].startswith(
         "practical threshold 50%")
-    data = json.loads(next(Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")).read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")
+    data = json.loads(samples.read_text())
     assert data["threshold"] == 0.5
     assert main(["ab", str(small_space), "--vary", "BLOCK=256,1024", "--device", "interpret",
                  "--threshold", "100%"]) == 2

@@ -1599,8 +1599,8 @@ def test_plan_refuses_a_changed_study_as_run_does_and_force_plans_the_resume(
     assert main(["plan", str(small_space), *studies, "--force"]) == 0
     out = capsys.readouterr().out
     assert "would measure 0 on Triton interpreter (CPU); the study in st/tiny-interpret " \
-        "keeps 8 trials of this space, not measured again\n  (--force: the study was measured with other " \
-        "settings, space_content; the run adds to it)\n" in out
+        "keeps 8 trials of this space, not measured again\n  (--force: the study was " \
+        "measured with other settings, space_content; the run adds to it)\n" in out
 
 
 def test_plan_measures_again_what_ran_on_a_kernel_source_before_a_forced_resume(

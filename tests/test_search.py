@@ -1123,7 +1123,8 @@ def test_ab_says_what_it_measured_where_the_device_shrinks_the_problem(small_spa
     assert lines[0].startswith("A/B on BLOCK with grid=sms block=32 dtype=float32 "
                                "footprint=1MiB cache=cold fixed"), lines
     assert lines[1] == "shrunk to fit 16KiB: footprint 1MiB → 16KiB", lines
-    data = json.loads(next(Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")).read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")
+    data = json.loads(samples.read_text())
     assert data["shrunk"] == "footprint 1MiB → 16KiB"
 
 
@@ -1136,7 +1137,8 @@ def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_pa
     assert out.startswith("A/B on BLOCK with grid=sms block=32 dtype=float32 footprint=4KiB "
                           "cache=cold fixed")
     assert "verdict: B (BLOCK=1024) is " in out
-    data = json.loads(next(Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")).read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")
+    data = json.loads(samples.read_text())
     assert data["vary"] == "BLOCK" and len(data["samples_ms"]["256"]) == 30
     # what each round took, as the interpreter capped it (its note: at most 1 warmup)
     assert data["samples_per_round"] == 3 and data["warmup_per_round"] == 1
@@ -1367,7 +1369,8 @@ def test_ab_holds_the_values_nearest_the_middle_that_both_sides_can_run_with(sma
                  "interpret"]) == 0
     assert capsys.readouterr().out.startswith(
         "A/B on block with grid=sms dtype=float32 footprint=4KiB cache=cold BLOCK=1024 fixed")
-    data = json.loads(next(Path("studies/tiny-interpret-ab").glob("block-32-vs-128-*.json")).read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("block-32-vs-128-*.json")
+    data = json.loads(samples.read_text())
     assert data["fixed"]["BLOCK"] == "1024"
 
 
@@ -1413,7 +1416,8 @@ def test_ab_on_a_zipped_member_varies_the_groups_rows_or_says_to_name_the_group(
     assert out.startswith("A/B on shape with grid=sms dtype=float32 footprint=4KiB cache=cold "
                           "fixed")
     assert "  shape=block=64,BLOCK=512: median " in out
-    data = json.loads(next(Path("studies/zab-interpret-ab").glob("BLOCK-256-vs-512-*.json")).read_text())
+    (samples,) = Path("studies/zab-interpret-ab").glob("BLOCK-256-vs-512-*.json")
+    data = json.loads(samples.read_text())
     assert (data["vary"], data["a"], data["b"]) == ("shape", "block=32,BLOCK=256",
                                                     "block=64,BLOCK=512")
     assert main(["ab", str(path), "--vary", "block=32,64", "--device", "interpret"]) == 2
