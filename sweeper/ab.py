@@ -125,13 +125,22 @@ def parse_vary(text: str, space: Space) -> tuple[str, str, str]:
 
 
 def samples_name(vary: str, space: Space) -> str:
-    """The file stem ``sweeper ab`` writes its samples under: ``BLOCK-256-vs-1024``, from
-    ``--vary`` as :func:`parse_vary` reads it, so a value holding a comma
-    (``grid=sms,cdiv(n, BLOCK)``) is one value in the name, not two."""
-    from sweeper.core._names import safe_name
+    """The file stem ``sweeper ab`` writes its samples under: ``BLOCK-256-vs-1024-HASH``,
+    from ``--vary`` as :func:`parse_vary` reads it, so a value holding a comma
+    (``grid=sms,cdiv(n, BLOCK)``) is one value in the name, not two.  ``HASH`` (8 hex
+    digits) is of the comparison whole: the two values as given and the space with its
+    ``-p`` settings (which decide the values held and how each side is measured), so that
+    comparisons the readable part cannot tell apart (``4*sms`` and ``4+sms``; another
+    ``-p``) never replace each other's samples, and the same one run again replaces its
+    own."""
+    import hashlib
+
+    from sweeper.core._names import MAX_STUDY_NAME, safe_name
 
     key, a, b = parse_vary(vary, space)
-    return safe_name(f"{key}-{a}-vs-{b}", "ab")
+    whole = json.dumps([key, a, b, space.kernel, space.applied_sha256])
+    digest = hashlib.sha256(whole.encode()).hexdigest()[:8]
+    return f"{safe_name(f'{key}-{a}-vs-{b}', 'ab')[:MAX_STUDY_NAME - 9]}-{digest}"
 
 
 def zipped_vary(space: Space, key: str, a: str, b: str, vary: str) -> tuple[str, str, str]:

@@ -261,6 +261,12 @@ class StorageError(SweeperError):
 
     exit_status = 1
 
+    def __init__(self, message: str, *, failure: str | None = None) -> None:
+        super().__init__(message)
+        #: what failed (the database, masked, and why) without what it means for a run:
+        #: what a command with another promise (copy-study: all or nothing) words again
+        self.failure = message if failure is None else failure
+
 
 class StudyWarning(UserWarning):
     """Something in a study on disk was set aside (a bad journal line, an unreadable

@@ -429,6 +429,9 @@ class Plan:
     #: two of grid, block and the meta-parameters vary, one of the best over its meta
     #: values and one per meta values, each where it holds a number in two cells or more
     maps: int = 0
+    #: of :attr:`RunShape.done`, the keys of this space's configs (valid or ruled out): a
+    #: study run with other values keeps trials this space does not hold
+    done_here: frozenset[tuple[str, ...]] = frozenset()
 
     def parts_text(self) -> str:
         """``start-up 4 s, trials 9 s, ...``: the estimate's parts of a second or more."""
@@ -760,14 +763,17 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
     again = measured_again(space, shape.again, facts, proposed)
     first = len(again) if left is None else min(len(again), left)
     firsts = others = 0
+    done_here: set[tuple[str, ...]] = set()
     for choice, outcome in resolved(space, facts.env(), facts.max_footprint):
+        config_key = key_of(choice)
+        if shape.done and config_key in shape.done:
+            done_here.add(config_key)
         if isinstance(outcome, Invalid):
             ruled_out.add(outcome)
             continue
         valid += 1
         if proposed is not None and _sampler_key(space, choice) not in proposed:
             continue
-        config_key = key_of(choice)
         if shape.done and config_key in shape.done:
             continue
         todo += 1
@@ -842,7 +848,7 @@ def make_plan(space: Space, bytes_moved: Callable[[Problem], int], facts: Device
                            shape.gpu.why(flop_bound) if fresh else ""),
                 trials=trials, todo=todo, again=first, ruled_out=ruled_out, parts=parts,
                 binaries=len(binaries) if shape.binaries is not None else 0, cached=cached,
-                maps=heatmaps)
+                maps=heatmaps, done_here=frozenset(done_here))
 
 
 def _sampler_key(space: Space, choice: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

@@ -255,7 +255,7 @@ def test_plan_of_a_partly_run_study_counts_what_the_run_would_measure(small_spac
     kept = len(StudyStore(tmp_path / "studies" / "tiny-interpret").records()[0])
     assert "6 valid" in out
     assert (f"would measure 4 on Triton interpreter (CPU); the study in "
-            f"studies/tiny-interpret keeps {kept} trials, not measured again") in out
+            f"studies/tiny-interpret keeps {kept} trials of this space, not measured again") in out
 
 
 def test_plan_on_a_replay_device_estimates_the_recorded_gpu(capsys):

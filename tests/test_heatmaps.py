@@ -306,3 +306,12 @@ def test_a_best_over_meta_map_where_no_meta_value_varies_among_the_ok_trials():
     best = maps([t for t in TRIALS if t.choice["BLOCK"] == "256"])[-1]
     assert best.won_by.loc[32, "sms"] == "" and best.won_by.loc[64, "sms"] == ""
     assert cell_text(best).loc[64, "sms"] == "300"
+
+
+def test_report_refuses_both_colour_scale_flags(tmp_path, capsys):
+    """``--shared-scale`` is ``--scale problem``: given with ``--scale`` too, one of them
+    would win silently, so the pair is refused in one line, exit 2, nothing written."""
+    assert main(["report", str(tmp_path), "--shared-scale", "--scale", "map"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--scale: not allowed with argument --shared-scale" in err
+    assert not list(tmp_path.iterdir())

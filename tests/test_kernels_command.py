@@ -106,3 +106,11 @@ def test_a_short_kernel_is_listed_by_its_own_docstring(capsys):
     assert main(["kernels", "tests.short_kernels_for_tests:broken_baseline"]) == 0
     assert capsys.readouterr().out.startswith(
         "broken_baseline (module:attr path): A right kernel whose torch baseline raises.\n")
+
+
+def test_a_kernel_named_twice_is_listed_once(capsys):
+    """``sweeper kernels copy copy``: each kernel once, in the order first named."""
+    assert main(["kernels", "copy", "scale", "copy", "--json"]) == 0
+    assert [e["name"] for e in json.loads(capsys.readouterr().out)] == ["copy", "scale"]
+    assert main(["kernels", "copy", "copy"]) == 0
+    assert capsys.readouterr().out.count("copy (built-in)") == 1

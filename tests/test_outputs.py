@@ -193,6 +193,20 @@ def test_a_sweep_of_wrong_answers_exits_1_and_says_why(write_space, tmp_path, ca
     assert not any(x.startswith("winner") for x in out)
 
 
+def test_a_report_of_no_measured_config_names_no_heatmaps_folder(write_space, tmp_path, capsys,
+                                                                 monkeypatch):
+    """A study whose every trial failed draws no heatmap and makes no heatmaps folder: the
+    report's line says so and why, naming no folder."""
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "run", str(write_space(ZEROS)), "--device", "interpret", "--quiet",
+               "--no-report")[0] == 1
+    folder = tmp_path / "studies" / "zeros-interpret"
+    rc, out, _ = run(capsys, "report", str(folder))
+    assert rc == 0 and not (folder / "heatmaps").exists()
+    assert out[-1] == (f"report: {folder / 'report.md'}, report.html and report.json; no "
+                       "heatmap drawn: no config was measured (report.md says why)")
+
+
 def record(number, status, reason=None, **choice):
     return TrialRecord(number=number, status=status, reason=reason,
                        choice={"grid": "sms", "block": "32", "dtype": "float32", **choice})
@@ -671,7 +685,8 @@ def test_ab_gives_its_verdict_under_the_threshold(small_space, tmp_path, capsys,
     assert rc == 0
     assert line(out, "verdict: B (BLOCK=1024) is ").split("]; ")[1].startswith(
         "practical threshold 50%")
-    data = json.loads(Path("studies/tiny-interpret-ab/BLOCK-256-vs-1024.json").read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")
+    data = json.loads(samples.read_text())
     assert data["threshold"] == 0.5
     assert main(["ab", str(small_space), "--vary", "BLOCK=256,1024", "--device", "interpret",
                  "--threshold", "100%"]) == 2

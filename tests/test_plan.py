@@ -687,7 +687,9 @@ def test_the_plan_prices_the_maps_the_report_draws(write_space, tmp_path, capsys
     assert plan.maps == drawn
     assert main(["run", str(path), "--device", "interpret", "--studies-dir",
                  str(tmp_path / "st"), "--quiet"]) == 0
-    assert f"; {drawn} heatmap{'s' * (drawn != 1)} in " in capsys.readouterr().out
+    assert (f"; {drawn} heatmap{'s' * (drawn != 1)} in " if drawn else
+            "; no heatmap drawn: nothing varies enough to draw a map (report.md says why)"
+            ) in capsys.readouterr().out
 
 
 def test_a_run_keeps_its_costs_per_device_and_the_plan_reads_them(tmp_path, monkeypatch):
@@ -1597,8 +1599,8 @@ def test_plan_refuses_a_changed_study_as_run_does_and_force_plans_the_resume(
     assert main(["plan", str(small_space), *studies, "--force"]) == 0
     out = capsys.readouterr().out
     assert "would measure 0 on Triton interpreter (CPU); the study in st/tiny-interpret " \
-        "keeps 8 trials, not measured again\n  (--force: the study was measured with other " \
-        "settings, space_content; the run adds to it)\n" in out
+        "keeps 8 trials of this space, not measured again\n  (--force: the study was " \
+        "measured with other settings, space_content; the run adds to it)\n" in out
 
 
 def test_plan_measures_again_what_ran_on_a_kernel_source_before_a_forced_resume(
@@ -1611,7 +1613,7 @@ def test_plan_measures_again_what_ran_on_a_kernel_source_before_a_forced_resume(
     assert main(["run", str(small_space), *studies, "--quiet", "--no-report"]) == 0
     capsys.readouterr()
     assert main(["plan", str(small_space), *studies]) == 0
-    assert "keeps 8 trials, not measured again" in capsys.readouterr().out
+    assert "keeps 8 trials of this space, not measured again" in capsys.readouterr().out
     meta_path = tmp_path / "st" / "tiny-interpret" / "study.json"
     meta = json.loads(meta_path.read_text())
     before = meta["kernel_source_hash"]
@@ -1623,7 +1625,21 @@ def test_plan_measures_again_what_ran_on_a_kernel_source_before_a_forced_resume(
     out = capsys.readouterr().out
     # the six measured are measured again; the two the constraints ruled out stay so
     assert "would measure 6 on Triton interpreter (CPU); the study in st/tiny-interpret " \
-        "keeps 2 trials, not measured again" in out
+        "keeps 2 trials of this space, not measured again" in out
+
+
+def test_plan_counts_the_kept_trials_of_its_own_space(small_space, tmp_path, monkeypatch,
+                                                     capsys):
+    """A study run with more values than ``-p`` now gives keeps trials of configs outside
+    this space: plan counts those of its space as kept, and the others apart."""
+    monkeypatch.chdir(tmp_path)
+    studies = ["--device", "interpret", "--studies-dir", "st"]
+    assert main(["run", str(small_space), *studies, "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(small_space), *studies, "-p", "BLOCK=1024"]) == 0
+    assert "would measure 0 on Triton interpreter (CPU); the study in st/tiny-interpret " \
+        "keeps 4 trials of this space, not measured again (and 4 of configs outside it)\n" \
+        in capsys.readouterr().out
 
 
 def test_plan_prices_the_configs_to_measure_again_first_and_says_so(small_space, tmp_path,
@@ -1660,7 +1676,7 @@ def test_plan_prices_the_configs_to_measure_again_first_and_says_so(small_space,
     assert main(["plan", str(small_space), *studies, "--trials", "3"]) == 0
     assert ("would measure 1 of 4 (budget: 3 trials) on Triton interpreter (CPU), 1 of "
             "them first to measure again (its worker process was killed from outside); the "
-            "study in st/tiny-interpret keeps 4 trials, not measured again\n"
+            "study in st/tiny-interpret keeps 4 trials of this space, not measured again\n"
             ) in capsys.readouterr().out
 
     done = frozenset(t.key() for t in measured if t.number != killed.number)

@@ -1123,7 +1123,8 @@ def test_ab_says_what_it_measured_where_the_device_shrinks_the_problem(small_spa
     assert lines[0].startswith("A/B on BLOCK with grid=sms block=32 dtype=float32 "
                                "footprint=1MiB cache=cold fixed"), lines
     assert lines[1] == "shrunk to fit 16KiB: footprint 1MiB → 16KiB", lines
-    data = json.loads(Path("studies/tiny-interpret-ab/BLOCK-256-vs-1024.json").read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")
+    data = json.loads(samples.read_text())
     assert data["shrunk"] == "footprint 1MiB → 16KiB"
 
 
@@ -1136,7 +1137,8 @@ def test_ab_compares_one_variable_with_everything_else_fixed(small_space, tmp_pa
     assert out.startswith("A/B on BLOCK with grid=sms block=32 dtype=float32 footprint=4KiB "
                           "cache=cold fixed")
     assert "verdict: B (BLOCK=1024) is " in out
-    data = json.loads(Path("studies/tiny-interpret-ab/BLOCK-256-vs-1024.json").read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json")
+    data = json.loads(samples.read_text())
     assert data["vary"] == "BLOCK" and len(data["samples_ms"]["256"]) == 30
     # what each round took, as the interpreter capped it (its note: at most 1 warmup)
     assert data["samples_per_round"] == 3 and data["warmup_per_round"] == 1
@@ -1317,8 +1319,44 @@ def test_ab_varies_an_axis_whose_value_holds_a_comma():
     with pytest.raises(SweeperError, match="'8\\*sms' is not a value of grid"):
         parse_vary("grid=sms,8*sms", space)
     # the samples' file names the two values, the comma inside one no third
-    assert samples_name("grid=sms,cdiv(n, BLOCK)", space) == "grid-sms-vs-cdiv-n-BLOCK"
-    assert samples_name("grid = 4*sms , sms", space) == "grid-4-sms-vs-sms"
+    assert re.fullmatch(r"grid-sms-vs-cdiv-n-BLOCK-[0-9a-f]{8}",
+                        samples_name("grid=sms,cdiv(n, BLOCK)", space))
+    assert re.fullmatch(r"grid-4-sms-vs-sms-[0-9a-f]{8}",
+                        samples_name("grid = 4*sms , sms", space))
+
+
+def test_ab_samples_of_distinct_comparisons_have_distinct_names():
+    """Two comparisons the readable name cannot tell apart (``sms*2`` and ``sms//2``; the
+    same pair under other ``-p`` settings, which change the values held) are written to
+    files of their own; the same comparison, however spelled, to the same file."""
+    from sweeper.ab import samples_name
+    from sweeper.space import parse_space
+
+    text = ("kernel: copy\nparams:\n  grid: [sms, sms*2, sms//2]\n  block: [32, 64]\n"
+            "  BLOCK: [256]\n  dtype: [float32]\n  footprint: [4KiB]\n")
+    space = parse_space(text)
+    times, half = samples_name("grid=sms,sms*2", space), samples_name("grid=sms,sms//2", space)
+    assert times.rsplit("-", 1)[0] == half.rsplit("-", 1)[0] and times != half
+    assert samples_name("grid = sms , sms*2", space) == times
+    held = samples_name("grid=sms,sms*2", parse_space(text, overrides=["block=64"]))
+    assert held != times
+    assert samples_name("grid=sms,sms*2", parse_space(text + "# a comment\n")) == times
+
+
+def test_ab_keeps_another_comparisons_samples_and_says_when_it_replaces_its_own(
+        small_space, tmp_path, monkeypatch, capsys):
+    """Under other ``-p`` settings the same pair is another comparison, in a file of its
+    own; the same comparison run again replaces its samples, and says so."""
+    monkeypatch.chdir(tmp_path)
+    ab = ["ab", str(small_space), "--vary", "BLOCK=256,1024", "--device", "interpret"]
+    samples = []
+    for extra in ([], ["-p", "grid=sms"], []):
+        assert main([*ab, *extra]) == 0
+        samples.append(capsys.readouterr().out.splitlines()[-1])
+    assert samples[0] != samples[1] and samples[2] == \
+        f"{samples[0]} (replacing those of the same comparison run before)"
+    assert not samples[1].endswith("before)")
+    assert len(list(Path("studies/tiny-interpret-ab").glob("BLOCK-256-vs-1024-*.json"))) == 2
 
 
 def test_ab_holds_the_values_nearest_the_middle_that_both_sides_can_run_with(small_space,
@@ -1331,7 +1369,8 @@ def test_ab_holds_the_values_nearest_the_middle_that_both_sides_can_run_with(sma
                  "interpret"]) == 0
     assert capsys.readouterr().out.startswith(
         "A/B on block with grid=sms dtype=float32 footprint=4KiB cache=cold BLOCK=1024 fixed")
-    data = json.loads(Path("studies/tiny-interpret-ab/block-32-vs-128.json").read_text())
+    (samples,) = Path("studies/tiny-interpret-ab").glob("block-32-vs-128-*.json")
+    data = json.loads(samples.read_text())
     assert data["fixed"]["BLOCK"] == "1024"
 
 
@@ -1377,7 +1416,8 @@ def test_ab_on_a_zipped_member_varies_the_groups_rows_or_says_to_name_the_group(
     assert out.startswith("A/B on shape with grid=sms dtype=float32 footprint=4KiB cache=cold "
                           "fixed")
     assert "  shape=block=64,BLOCK=512: median " in out
-    data = json.loads(Path("studies/zab-interpret-ab/BLOCK-256-vs-512.json").read_text())
+    (samples,) = Path("studies/zab-interpret-ab").glob("BLOCK-256-vs-512-*.json")
+    data = json.loads(samples.read_text())
     assert (data["vary"], data["a"], data["b"]) == ("shape", "block=32,BLOCK=256",
                                                     "block=64,BLOCK=512")
     assert main(["ab", str(path), "--vary", "block=32,64", "--device", "interpret"]) == 2

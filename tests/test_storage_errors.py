@@ -325,3 +325,22 @@ def test_a_database_that_does_not_exist_is_bad_input_not_a_failure_to_retry(
     assert 'database "nodb" does not exist' in line
     assert line.endswith("; check the URL's database, user and password")
     assert "run the same command again" not in line and not studies.exists()
+
+
+def test_copy_study_to_a_database_that_cannot_be_reached_says_nothing_was_copied(
+        tmp_path, capsys):
+    """copy-study is all or nothing: its failure is not worded as a run's ("every record
+    appended before is kept there"), it says nothing was copied."""
+    from tests.test_report import copy_study
+
+    store = copy_study(tmp_path)
+    with socket.create_server(("127.0.0.1", 0)) as closed:      # a port nobody listens on
+        port = closed.getsockname()[1]
+    url = f"postgresql://u:{SECRET}@127.0.0.1:{port}/db?connect_timeout=2"
+    assert main(["copy-study", str(store.root), "--to", url,
+                 "--studies-dir", str(tmp_path / "studies")]) == 1
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"sweeper: postgresql://u:***@127.0.0.1:{port}/db")
+    assert line.endswith("; nothing was copied (copy-study copies all or nothing): run the "
+                         "same command again once the database answers")
+    assert "appended" not in line

@@ -29,6 +29,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
     # named as the device's study is: an interpreter's samples never replace a GPU's
     out = study_folder(args.studies_dir, f"{study_name(space, device)}-ab") / f"{name}.json"
     kernel = kernel_for(space, device)
+    replaced = out.exists()         # the same comparison run before: its samples go
     result = run_ab(space, kernel, device, args.vary, out, threshold)
     c = result.comparison
     fixed = held_text(result.fixed)
@@ -49,7 +50,8 @@ def cmd_ab(args: argparse.Namespace) -> int:
           + (" (the CIs are apart, the medians within it)" if c.practically_same else ""))
     if device.note:
         print(f"note: {device.note}")
-    print(f"samples: {out}")
+    print(f"samples: {out}" + (" (replacing those of the same comparison run before)"
+                               if replaced else ""))
     return 0
 
 

@@ -212,11 +212,12 @@ def _plan(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
 
 def _report(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     report = _of_a_study(sub, "report", "heatmaps and best-config report of a study")
-    report.add_argument("--scale", choices=SCALES, default="study",
+    scale = report.add_mutually_exclusive_group()
+    scale.add_argument("--scale", choices=SCALES, default="study",
                         help="the heatmaps' colour scale: one for every map of the study, so "
                         "colours compare across maps (default), one per problem, or each "
                         "map its own range")
-    report.add_argument("--shared-scale", dest="scale", action="store_const", const="problem",
+    scale.add_argument("--shared-scale", dest="scale", action="store_const", const="problem",
                         help="the same as --scale problem")
     report.add_argument("--svg", action="store_true", help="pictures as SVG too (default: PNG)")
     report.add_argument("--redraw", action="store_true", help="draw every picture again "
@@ -267,8 +268,9 @@ def _ab(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     _threshold_option(ab)
     _allow_option(ab)
     ab.add_argument("--studies-dir", default="studies",
-                    help="the samples go to STUDIES_DIR/<study>-ab/ (default: "
-                    "%(default)s)")
+                    help="the samples go to STUDIES_DIR/<study>-ab/KEY-A-vs-B-HASH.json, "
+                    "HASH of the comparison with its -p settings: another comparison never "
+                    "replaces them (default: %(default)s)")
     ab.set_defaults(func=cmd_ab)
 
 

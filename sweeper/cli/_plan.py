@@ -59,7 +59,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"would measure {plan.trials}{binds}{budget} on {facts.name}" + (
         f", {plan.again} of them first to measure again ({killed_from_outside(plan.again)})"
         if plan.again else "") + (
-        f"; the study in {store.root} keeps {counted(len(kept), 'trial')}, not measured again"
+        f"; the study in {store.root} keeps {_kept_text(kept, plan.done_here)}"
         if kept else ""))
     if forced:
         print(f"  (--force: the study was measured with other settings, "
@@ -104,6 +104,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"not checked: that the op {op} exists (plan imports no torch; `sweeper run` "
               "refuses an op it cannot import before measuring)")
     return 0
+
+
+def _kept_text(kept: list[Any], here: frozenset[tuple[str, ...]]) -> str:
+    """The study's ``kept`` trials as the plan counts them: those of this space's configs
+    (``here``, their keys), not measured again, and apart those of configs outside it (run
+    with other values: ``-p``, an edited space), which this space's run does not measure
+    either."""
+    inside = sum(t.key() in here for t in kept)
+    outside = len(kept) - inside
+    return f"{counted(inside, 'trial')} of this space, not measured again" + (
+        f" (and {outside} of configs outside it)" if outside else "")
 
 
 def _binaries_text(plan: Any, space: Any) -> str:

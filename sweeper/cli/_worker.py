@@ -14,7 +14,7 @@ import sys
 
 from sweeper.cli._exits import EXIT_OK, signal_exit
 from sweeper.core._units import counted
-from sweeper.errors import SweeperError
+from sweeper.errors import StorageError, SweeperError
 from sweeper.options import check_study_name, study_folder
 
 
@@ -56,14 +56,19 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
                            "postgresql://USER@HOST/DB URL, or a studies folder")
     if args.storage is not None:
         check_study_name("study", args.study)
-    source = open_study(args)
-    # a folder's own name (of `.` too), held to the rule a study's name follows: the copy
-    # must open by it
-    name = source.name if args.storage is not None else source.root.resolve().name
-    check_study_name("study", name)
-    target = open_storage(args.to, study_folder(args.studies_dir, name)) \
-        if is_database(args.to) else StudyStore(study_folder(args.to, name, "target"))
-    count = copy_study(source, target)
+    try:
+        source = open_study(args)
+        # a folder's own name (of `.` too), held to the rule a study's name follows: the
+        # copy must open by it
+        name = source.name if args.storage is not None else source.root.resolve().name
+        check_study_name("study", name)
+        target = open_storage(args.to, study_folder(args.studies_dir, name)) \
+            if is_database(args.to) else StudyStore(study_folder(args.to, name, "target"))
+        count = copy_study(source, target)
+    except StorageError as err:     # worded for a run, which keeps what it appended
+        raise StorageError(f"{err.failure}; nothing was copied (copy-study copies all or "
+                           "nothing): run the same command again once the database answers",
+                           failure=err.failure) from err
     print(f"copied study {name}: {count} records and its metadata, from "
           f"{source.location} to {target.location}; read back equal")
     bad = len(source.bad_lines())

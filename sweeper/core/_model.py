@@ -453,6 +453,9 @@ class Space:
     text: str = ""
     sha256: str = ""
     content_sha256: str = ""
+    #: ``content_sha256`` of what the files say with ``-p`` applied: two spaces that
+    #: measure alike have the same (``sweeper ab`` names its samples by it)
+    applied_sha256: str = ""
     ties: tuple[Tie, ...] = ()
     #: the options ``kernel:`` gives (``op`` for ``torch-op``), sorted by name
     kernel_options: tuple[tuple[str, str], ...] = ()

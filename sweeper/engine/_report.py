@@ -74,9 +74,11 @@ def report_study(store: Any, *, svg: bool = False, redraw: bool = False,
     pictures = len(files.images) // len(formats)
     drawn = len({p.stem for p in files.drawn})
     kinds = " and ".join(f.upper() for f in formats)
-    say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; "
-        f"{counted(pictures, 'heatmap')} in {store.root / 'heatmaps'} ({kinds}; "
-        f"{drawn} drawn, {pictures - drawn} unchanged)")
+    # a report with nothing to draw makes no heatmaps folder: name none, say why
+    maps = f"no heatmap drawn: {files.why_none}" if files.why_none is not None else \
+        f"{counted(pictures, 'heatmap')} in {store.root / 'heatmaps'} ({kinds}; " \
+        f"{drawn} drawn, {pictures - drawn} unchanged)"
+    say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; {maps}")
     if files.left:
         say(f"report: {counted(len(files.left), 'picture')} not drawn, the time budget is "
             f"spent: `sweeper report {how or store.root}` draws them")

@@ -85,11 +85,12 @@ def _summary(cls: type) -> str:
 
 
 def catalog(names: Sequence[str] = ()) -> list[KernelEntry]:
-    """``names``' entries; without names, every built-in then every installed entry
-    point (a name two distributions declare, or one that fails to load, is listed with
-    its reason).  A name given that leads nowhere is a :class:`SweeperError`."""
+    """``names``' entries, each once in the order first given; without names, every
+    built-in then every installed entry point (a name two distributions declare, or one
+    that fails to load, is listed with its reason).  A name given that leads nowhere is a
+    :class:`SweeperError`."""
     if names:
-        return [describe(name) for name in names]
+        return [describe(name) for name in dict.fromkeys(names)]
     listed = [*plugins.KERNEL.builtins,
               *(n for n in plugins.installed(plugins.KERNEL) if n not in plugins.KERNEL.builtins)]
     entries = []

@@ -69,6 +69,9 @@ class ReportFiles:
     drawn: list[Path] = field(default_factory=list)     # of ``images``, drawn this time
     #: the pictures left undrawn at the deadline: not shown, drawn by the next report
     left: tuple[str, ...] = ()
+    #: why the report has no picture to draw, where it has none (the study has no trial,
+    #: none was measured, or too little varies for a map): no folder is made then
+    why_none: str | None = None
     #: seconds spent importing the plotting library, computing the tables, drawing the
     #: pictures, writing the three files
     seconds: dict[str, float] = field(default_factory=dict)
@@ -203,10 +206,13 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
     t1 = time.perf_counter()
     imported = 0.0
     if draw:
-        shown = render(report_figures(tables), store.root / "heatmaps", formats,
+        figures = report_figures(tables)
+        shown = render(figures, store.root / "heatmaps", formats,
                        redraw=redraw, workers=workers, deadline=deadline)
         files.images, files.drawn, imported = shown.images, shown.drawn, shown.imported_s
         files.left = shown.left
+        if not figures:
+            files.why_none = _why_no_picture(tables)
     t2 = time.perf_counter()
     maps = {m.name for m in tables.heatmaps}
     atomic_write(files.json, json.dumps(_finite(_report_json(tables)), indent=2,
@@ -219,6 +225,15 @@ def write_report(store: Storage, *, draw: bool = True, shared_scale: bool = Fals
     files.seconds = {"imports": imported, "tables": t1 - t0, "pictures": t2 - t1 - imported,
                      "files": time.perf_counter() - t2}
     return files
+
+
+def _why_no_picture(tables: ReportTables) -> str:
+    """Why ``tables`` give no picture, in the words of the report's heatmaps section."""
+    if tables.frame.empty:
+        return "the study has no trial"
+    if tables.unmeasured:
+        return "no config was measured (report.md says why)"
+    return "nothing varies enough to draw a map (report.md says why)"
 
 
 def _jsonable(value: Any) -> Any:

@@ -294,9 +294,11 @@ class _Parser:
               overrides: Sequence[str | Override] = ()) -> Space:
         """The space ``data`` describes (read from ``text``) with ``overrides`` (``-p``)
         applied; its ``content_sha256`` is the hash of what the files say, before them
-        (:func:`~sweeper.space._yaml.content_sha256`)."""
+        (:func:`~sweeper.space._yaml.content_sha256`), its ``applied_sha256`` the same
+        hash with them applied."""
         content = content_sha256(data)
         data, self.where = override(data, self.where, overrides)
+        applied = content_sha256(data) if overrides else content
         data = self.keys(data, "", TOP_KEYS)
         study = data.get("study", default_study)
         if study_name_problem(study):
@@ -325,7 +327,8 @@ class _Parser:
             ties=tuple(self.ties), shape=self.shape, budget=budget,
             launch_shape=self.kernel_cls.launch_shape,
             path=self.file, folder=str(self.folder), text=text,
-            sha256=hashlib.sha256(text.encode()).hexdigest(), content_sha256=content)
+            sha256=hashlib.sha256(text.encode()).hexdigest(), content_sha256=content,
+            applied_sha256=applied)
 
     def kernel(self, name: Any, params: Any, path: str = "kernel") -> type[KernelDeclaration]:
         """The class declaring the kernel's meta-parameters and defaults, from the plugin

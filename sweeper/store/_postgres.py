@@ -127,8 +127,9 @@ def _on_error(url: str, context: sa.engine.ExceptionContext) -> None:
     if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
         what = "cannot reach the database" if context.connection is None else \
             "the database failed"
-        raise StorageError(f"{mask_url(url)}: {what}: {reason}; every record appended "
-                           "before is kept there (run the same command again to go on)")
+        failure = f"{mask_url(url)}: {what}: {reason}"
+        raise StorageError(f"{failure}; every record appended before is kept there (run the "
+                           "same command again to go on)", failure=failure)
     if isinstance(error, psycopg.ProgrammingError) and context.connection is None:
         raise SweeperError(f"{mask_url(url)}: the database driver refuses it: {reason}; "
                            f"allowed: {SHAPE}")
