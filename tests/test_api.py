@@ -1404,6 +1404,23 @@ def test_ctrl_c_outside_the_sweep_is_as_short_and_says_what_was_kept(tmp_path, m
 
 
 
+def _module_run(tmp_path, monkeypatch, prefix, text, attr, params):
+    """A module of a fresh name holding ``text`` on the path, and a ``sweeper.run`` of its
+    kernel ``attr`` over one config (``params`` adds the problem) on the interpreter: the
+    name, the module's file and the run, which takes ``studies_dir``."""
+    import uuid
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    space = {"kernel": f"{name}:{attr}", "sampler": "exhaustive",
+             "params": {"block": [32], "BLOCK": [256], **params},
+             "measure": {"warmup": 1, "repeat": 3}}
+    return name, path, functools.partial(sweeper.run, space, device="interpret", quiet=True,
+                                         report=False, gpu_check="off")
+
+
 def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_path,
                                                                           monkeypatch):
     """A notebook that runs its module's kernel, edits the module and runs again would
@@ -1413,18 +1430,10 @@ def test_a_kernel_module_edited_since_this_process_imported_it_is_refused(tmp_pa
     is not, and the reloaded module is measured as edited."""
     import importlib
     import sys
-    import uuid
 
-    name = f"edited_{uuid.uuid4().hex[:8]}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(GPU_MADE)
-    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("TRITON_INTERPRET", "1")     # a reload makes interpreter kernels
-    space = {"kernel": f"{name}:scale", "sampler": "exhaustive",
-             "params": {"block": [32], "BLOCK": [256], "n": [1024]},
-             "measure": {"warmup": 1, "repeat": 3}}
-    run = functools.partial(sweeper.run, space, device="interpret", quiet=True,
-                            report=False, gpu_check="off")
+    name, path, run = _module_run(tmp_path, monkeypatch, "edited", GPU_MADE, "scale",
+                                  {"n": [1024]})
     try:
         assert set(run(studies_dir=tmp_path / "a").trials_dataframe().status) == {"ok"}
         run(studies_dir=tmp_path / "a")                      # unedited: resumed
@@ -1449,19 +1458,11 @@ def test_a_kernel_subclass_edited_since_this_process_imported_it_is_refused(tmp_
     """A Kernel subclass's hash its files alone do not tell: its source read afresh is
     compared with the source the code that runs was read as; an unedited rerun resumes."""
     import sys
-    import uuid
 
-    name = f"subclassed_{uuid.uuid4().hex[:8]}"
-    path = tmp_path / f"{name}.py"
     text = ("from sweeper.kernels.copy import CopyKernel\n\n\n"
             "class MyCopy(CopyKernel):\n    name = 'mycopy'\n    LANES = 1\n")
-    path.write_text(text)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    space = {"kernel": f"{name}:MyCopy", "sampler": "exhaustive",
-             "params": {"block": [32], "BLOCK": [256], "footprint": ["4KiB"]},
-             "measure": {"warmup": 1, "repeat": 3}}
-    run = functools.partial(sweeper.run, space, device="interpret", quiet=True,
-                            report=False, gpu_check="off")
+    name, path, run = _module_run(tmp_path, monkeypatch, "subclassed", text, "MyCopy",
+                                  {"footprint": ["4KiB"]})
     try:
         assert set(run(studies_dir=tmp_path / "a").trials_dataframe().status) == {"ok"}
         run(studies_dir=tmp_path / "a")                      # unedited: resumed
