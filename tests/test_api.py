@@ -782,6 +782,32 @@ def test_a_missing_argument_is_named_with_what_it_is(tmp_path, monkeypatch, call
     assert list(tmp_path.iterdir()) == []
 
 
+def test_too_many_positional_arguments_say_which_it_takes_and_the_keywords(tmp_path):
+    """``sweeper.run(space, "interpret")`` was Python's plain "takes 1 positional argument
+    but 2 were given", no SweeperError, naming neither the argument nor the keywords: it
+    says both; a method does not count ``self``."""
+    from sweeper.core._spelling import entry
+
+    with pytest.raises(SweeperError) as err:
+        sweeper.run(str(tmp_path / "s.yaml"), "interpret")
+    assert isinstance(err.value, TypeError)
+    assert str(err.value).startswith(
+        "sweeper.run() takes 1 positional argument (space), got 2; give the others by "
+        "keyword: device=, studies_dir=, study=, ")
+    assert list(tmp_path.iterdir()) == []
+
+    class Holder:
+        @entry()
+        def report(self, *, svg=False):  # type: ignore[no-untyped-def]
+            return svg
+
+    with pytest.raises(SweeperError, match=re.escape(
+            "Holder.report() takes 0 positional arguments (none), got 1; give the others "
+            "by keyword: svg=")):
+        Holder().report(True)
+    assert Holder().report(svg=True) is True
+
+
 def test_an_entry_must_say_what_each_argument_it_needs_is():
     """An API function whose needed argument ``entry`` cannot describe is refused as it is
     decorated (at import), never with a message that names no argument at a user's call."""

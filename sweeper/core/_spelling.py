@@ -89,6 +89,9 @@ def entry(*, spelled: bool = True, needs: Mapping[str, str] | None = None
                             f"without a default is: {required}, not {sorted(said)}")
         # as the user calls it: sweeper.run(), Study.export()
         name = func.__qualname__ if "." in func.__qualname__ else f"sweeper.{func.__qualname__}"
+        positional = [p.name for p in parameters
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        endless = any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
         @functools.wraps(func)
         def checked(*args: Any, **kwargs: Any) -> Any:
@@ -96,6 +99,8 @@ def entry(*, spelled: bool = True, needs: Mapping[str, str] | None = None
                 if key not in takes:
                     raise KeywordError(f"{name}() takes no keyword {key!r}; allowed: "
                                        f"{', '.join(takes)}{did_you_mean(key, takes)}")
+            if len(args) > len(positional) and not endless:
+                raise KeywordError(_too_many_line(name, positional, len(args), takes))
             lacking = _lacking(parameters, len(args), kwargs)
             if lacking:
                 raise KeywordError(_lacking_line(name, lacking, said))
@@ -120,6 +125,17 @@ def _lacking(parameters: list[inspect.Parameter], given: int, kwargs: Mapping[st
     return [p for i, p in enumerate(parameters)
             if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
             and p.name not in kwargs and not (i < given and p.kind is not p.KEYWORD_ONLY)]
+
+
+def _too_many_line(name: str, positional: list[str], given: int, takes: list[str]) -> str:
+    """``sweeper.run() takes 1 positional argument (space), got 3; give the others by
+    keyword: ...``, ``self`` counted in neither."""
+    shown = [n for n in positional if n != "self"]
+    got = given - (len(positional) - len(shown))
+    keywords_ = [t for t in takes if t not in shown]
+    return (f"{name}() takes {len(shown)} positional argument{'' if len(shown) == 1 else 's'}"
+            f" ({', '.join(shown) or 'none'}), got {got}; give the others by keyword: "
+            f"{', '.join(f'{k}=' for k in keywords_)}")
 
 
 def _lacking_line(name: str, lacking: list[inspect.Parameter], said: Mapping[str, str]
