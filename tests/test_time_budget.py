@@ -637,7 +637,8 @@ def test_a_report_past_the_time_budget_leaves_its_pictures_to_sweeper_report(
     monkeypatch.setattr(_report, "REPORT_FILES_S", 1e6)
     assert main([*args, "--time", "60s"]) == 0
     out = capsys.readouterr().out
-    assert "0 heatmaps in" in out and "not drawn, the time budget is spent: " \
+    assert "; no heatmap drawn yet\n" in out and "0 heatmaps" not in out
+    assert "not drawn, the time budget is spent: " \
         f"`sweeper report {folder}` draws them" in out, out
     assert (folder / "report.md").exists() and not list((folder / "heatmaps").glob("*.png"))
     assert main(["report", str(folder)]) == 0

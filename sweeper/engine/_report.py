@@ -75,7 +75,9 @@ def report_study(store: Any, *, svg: bool = False, redraw: bool = False,
     drawn = len({p.stem for p in files.drawn})
     kinds = " and ".join(f.upper() for f in formats)
     # a report with nothing to draw makes no heatmaps folder: name none, say why
+    # nor one where the time budget left no picture drawn (the next line says so)
     maps = f"no heatmap drawn: {files.why_none}" if files.why_none is not None else \
+        "no heatmap drawn yet" if not pictures and files.left else \
         f"{counted(pictures, 'heatmap')} in {store.root / 'heatmaps'} ({kinds}; " \
         f"{drawn} drawn, {pictures - drawn} unchanged)"
     say(f"report: {files.markdown}, {files.html.name} and {files.json.name}; {maps}")
