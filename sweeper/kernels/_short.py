@@ -399,9 +399,8 @@ def refused(refuse: Callable[[Config], object], config: Config) -> str | None:
     config's trial fails (it never runs on a rule that failed, nor is it refused)."""
     what = "the kernel's refuse="
     said = _asked(what, refuse, RefusalFailed, config)
-    return None if said is None else _reason(
-        said, RefusalFailed(_returned(refuse, what, said, "None to run the config or a "
-                                      "string saying why not")))
+    return None if said is None else _reason(said, lambda: RefusalFailed(_returned(
+        refuse, what, said, "None to run the config or a string saying why not")))
 
 
 #: The reason a trial whose ``verify=`` returned ``False`` is recorded with.
@@ -422,9 +421,9 @@ def verified(verify: Callable[[dict[str, Any], dict[str, Any]], object],
     said = _asked(what, verify, VerifyFailed, outputs, expected)
     if said is None or said is True:
         return None
-    return VERIFY_FALSE if said is False else _reason(
-        said, VerifyFailed(_returned(verify, what, said, "None or True where the outputs "
-                                     "agree, else False or a string saying why not")))
+    return VERIFY_FALSE if said is False else _reason(said, lambda: VerifyFailed(_returned(
+        verify, what, said, "None or True where the outputs agree, else False or a string "
+        "saying why not")))
 
 
 def _asked(what: str, fn: Callable[..., object], failed: type[Exception],
@@ -456,12 +455,14 @@ def _returned(fn: Callable[..., object], what: str, said: object, must: str) -> 
             f"must return {must}")
 
 
-def _reason(said: object, otherwise: Exception) -> str:
-    """``said`` where it is a reason, a string that says something; else raise
-    ``otherwise`` (the user's function returned no answer)."""
+def _reason(said: object, otherwise: Callable[[], Exception]) -> str:
+    """``said`` where it is a reason, a string that says something; else raise what
+    ``otherwise`` makes (the user's function returned no answer), made only then: it
+    looks up where the function is defined, which a reason, asked at every config or
+    trial, never needs."""
     if isinstance(said, str) and said.strip():
         return said
-    raise otherwise
+    raise otherwise()
 
 
 def _count(what: str, count: Expr | Callable[[Problem], int], problem: Problem) -> int:
