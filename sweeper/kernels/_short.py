@@ -144,8 +144,11 @@ class ShortKernel(Kernel):
                 "without the launch over the launch function")
         self.config: Config | None = None          # the last launch's: the re-launch's
         #: the configs whose first launch was checked to run their grid and block (the
-        #: finals launch their entrants in turn: each is checked once, not at every turn)
+        #: finals launch their entrants in turn: each is checked once, not at every turn),
+        #: and the last of them launched: a trial's samples launch it again and again,
+        #: known without building its key
         self._launch_checked: set[tuple[Any, ...]] = set()
+        self._checked_last: Config | None = None
         #: each problem's autotune rows ``prune_configs_by`` keeps, and a note on them; or
         #: how it failed (it, or the launch asked for its arguments)
         self._kept: dict[Problem, tuple[set[tuple[int, ...]], str] | RefusalFailed] = {}
@@ -191,13 +194,19 @@ class ShortKernel(Kernel):
         self.config = config
         if isinstance(buffers, ShortBuffers):
             buffers.launches += 1
+        if config is self._checked_last:
+            self._launch(buffers, config)
+            return
         key = (config.problem, config.grid, config.block, tuple(sorted(config.meta.items())))
         if key in self._launch_checked or compiling():
             self._launch(buffers, config)
+            if key in self._launch_checked:
+                self._checked_last = config
             return
         with recording() as launched:      # a config's first launch: did it run the config?
             self._launch(buffers, config)
         self._launch_checked.add(key)
+        self._checked_last = config
         wrong = mismatch(launched, config.grid, config.num_warps)
         if wrong is not None:
             raise SweeperError(f"the launch of kernel {self.name} {wrong}")
