@@ -89,6 +89,9 @@ class TunedKernel:
         #: per (shape, dtype) whose candidates were timed: what the timing found
         self.measured: dict[ShapeKey, Measured] = {}
         mine = [e for e in tuning.entries if e.is_for(name)]
+        #: the dtypes this kernel was tuned at, which the dtype of a call is read by
+        #: (:meth:`_dtype`)
+        self._tuned_dtypes = frozenset(e.dtype for e in mine)
         by_dims = any(set(e.dims) == set(key) for e in mine)
         shaped = sorted({tuple(e.dims) for e in mine if len(e.dims) > 1})
         if shaped and not by_dims:      # a key that is not the dimensions tuned over
@@ -184,11 +187,10 @@ class TunedKernel:
         entry of this kernel was tuned, else of the first tensor argument (a gather's
         int64 index table ahead of its float32 data is not what it was tuned at); its
         position, when passed positionally, is where the hot path reads it from then on."""
-        tuned = {e.dtype for e in self.tuning.entries if e.is_for(self.name)}
         found = [(i, dtype) for i, name in enumerate(self._names)
                  if (dtype := getattr(bound.get(name), "dtype", None)) is not None]
         for i, dtype in sorted(found, key=lambda f: str(f[1]).removeprefix("torch.")
-                               not in tuned):
+                               not in self._tuned_dtypes):
             if i < len(args):
                 self._dtype_at = i
             return dtype
