@@ -60,24 +60,26 @@ def worker_name(text: str) -> str:
     return text
 
 
-def file_path(text: str) -> str:
-    """A file's path given to an option (``-o``, ``--tuning``): not empty, as a script's
-    unset variable gives (``-o "$OUT"``), which read as the option left out and wrote to
-    or read its default file, unsaid."""
+def _not_empty(text: str, what: str, allowed: str) -> str:
+    """``text``, an option's value, where it is not empty (or blank), as a script's unset
+    variable gives (``-o "$OUT"``): read as the option left out, it took the option's
+    default, unsaid; else an :class:`OptionValueError` saying it is no ``what``."""
     if not text.strip():
-        raise OptionValueError(f"{text!r} is no path; allowed: a file's path (leave the "
-                               "option out for its default)")
+        raise OptionValueError(f"{text!r} is no {what}; allowed: {allowed}")
     return text
+
+
+def file_path(text: str) -> str:
+    """A file's path given to an option (``-o``, ``--tuning``): not empty (an empty one
+    wrote to or read the option's default file)."""
+    return _not_empty(text, "path", "a file's path (leave the option out for its default)")
 
 
 def gpu_name(text: str) -> str:
     """``tuned --gpu``: a device's name as a tuning file has it, not empty (an empty one
-    read as the option left out and looked up this machine's GPU, unsaid)."""
-    if not text.strip():
-        raise OptionValueError(f"{text!r} is no GPU's name; allowed: the device as the "
-                               "tuning file names it, e.g. 'NVIDIA H200' (leave the option "
-                               "out for this machine's)")
-    return text
+    looked up this machine's GPU)."""
+    return _not_empty(text, "GPU's name", "the device as the tuning file names it, e.g. "
+                      "'NVIDIA H200' (leave the option out for this machine's)")
 
 
 def compile_workers(text: str) -> int | None:
