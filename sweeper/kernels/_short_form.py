@@ -538,12 +538,11 @@ def _meta(kernel: str, raw: Mapping[str, int | MetaParam] | None) -> dict[str, M
 def check_extents(kernel: str, shape: LaunchShape, meta: Mapping[str, MetaParam]) -> None:
     """Refuse a meta-parameter ``meta=`` declares as the block's y or z of a launch that
     takes ``shape`` (a ``sweeper.cuda`` one's ``block_size_y``, ``block_size_z``) whose
-    default or one
-    of whose choices no CUDA block takes: where the kernel is declared, naming it in the
-    words a space's axis is refused in (:meth:`~sweeper.core.LaunchShape.extent_problem`),
-    not first where a space leaves the axis out (whose hint, a switch's ``choices=(0,
-    1)``, no block's extent may take).  A space's own ``cuda`` kernel, whose axes give
-    every value, is built without it."""
+    default or one of whose choices no CUDA block takes: where the kernel is declared,
+    naming it in the words a space's axis is refused in
+    (:meth:`~sweeper.core.LaunchShape.extent_problem`), not first where a space leaves the
+    axis out (whose hint, a switch's ``choices=(0, 1)``, no block's extent may take).  A
+    space's own ``cuda`` kernel, whose axes give every value, is built without it."""
     for name, _ in shape.extents:
         declared = meta.get(name)
         for value in () if declared is None else (declared.default, *declared.choices):
