@@ -1765,6 +1765,45 @@ def test_the_example_copy_compiles_runs_and_verifies_on_the_gpu(tmp_path, monkey
         assert result.status is TrialStatus.OK, result.reason
 
 
+#: Options of each kind ``nvrtc_options`` allows, by their short and long names: NVRTC
+#: must take every one, as the space's check lets them through.
+ALLOWED_NVRTC = ["-use_fast_math", "--fmad=false", "-lineinfo", "--extra-device-vectorization",
+                 "-Xptxas=-v,--warn-on-spills", "--ptxas-options=-O3", "--restrict",
+                 "-default-device"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("option", ALLOWED_NVRTC)
+def test_an_allowed_nvrtc_option_compiles_runs_and_verifies_on_the_gpu(tmp_path, monkeypatch,
+                                                                        option):
+    """An option the space's check allows is one NVRTC takes: the trial's compile is
+    given it, and the trial verifies."""
+    from sweeper.devices import open_device
+    from sweeper.kernels._cuda_build import NvrtcCompiler
+    from sweeper.trial import TrialStatus, run_trial
+
+    monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
+    given: list[tuple[str, ...]] = []
+    real = NvrtcCompiler.compile
+
+    def compile(self, source, name, options, entry):
+        given.append(tuple(options))
+        return real(self, source, name, options, entry)
+    monkeypatch.setattr(NvrtcCompiler, "compile", compile)
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    (tmp_path / "space.yaml").write_text(space_text(
+        args="[dst, src, 'n:int64']", extra=f"\n  nvrtc_options: [{json.dumps(option)}]"))
+    space = load_space(tmp_path / "space.yaml")
+    kernel = load_kernel(space.kernel, space.kernel_options)
+    problem = Problem("float32", 4096 + 12)
+    config = Config(problem=problem, grid=8, block=128, meta={"VEC": 4, "UNROLL": 1})
+    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, open_device("cuda"),
+                       MeasureSpec(warmup=1, repeat=3, stop="fixed"),
+                       torch.Generator(device="cuda").manual_seed(0))
+    assert result.status is TrialStatus.OK, (option, result.reason)
+    assert given and all(option in options for options in given), given
+
+
 @pytest.mark.gpu
 def test_a_planted_wrong_cuda_kernel_is_caught_on_the_gpu(tmp_path, monkeypatch):
     from sweeper.devices import open_device
