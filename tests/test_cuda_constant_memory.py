@@ -128,6 +128,11 @@ def test_a_constant_memory_function_is_read_beside_the_space_and_is_part_of_the_
     assert "// constant_memory coeffs consts.py:make_coeffs\n" in source
     assert "constant_memory ['coeffs']" in source
     assert path.parent / "consts.py" in kernel.source_files()
+    # a lookup's launch, from the options alone (nothing imported): the symbols to set
+    from sweeper.kernels._cuda_build import CudaLaunch
+
+    looked_up = CudaLaunch.of_options(options, "")
+    assert looked_up.tuned_launch(config).constant_memory == ("coeffs",)
 
 
 def test_an_edit_of_the_constant_memory_file_is_a_new_source_which_plan_reads_unrun(
@@ -316,6 +321,9 @@ def test_the_data_is_copied_once_a_config_before_its_first_launch(faked_launch):
         ("launch", "module1"), ("launch", "module1"),
         ("launch", "module0"), ("launch", "module1")]
     assert len(launch.compiler.calls) == 1          # one compile: the cache serves the other
+    # the data dropped once a module holds it: a digest a config stays
+    assert launch.constants(small).data == {} and launch.constants(large).data == {}
+    assert launch.constants(small).digest != launch.constants(large).digest
 
 
 def test_a_kernel_without_constant_memory_loads_one_module_a_compile(faked_launch):

@@ -95,8 +95,8 @@ class TunedLaunch(NamedTuple):
     launch.shared_mem`` on the ``RawKernel`` that ``get_function`` gives).  Each
     ``__constant__`` symbol ``constant_memory`` names holds data the kernel reads, which
     sweeper copied in before each config's launches: set it before the first launch, as
-    ``cudaMemcpyToSymbol`` does (``module.get_global(name)``, then
-    ``copy_from_host`` of the data, with CuPy)."""
+    ``cudaMemcpyToSymbol`` does (``cupy.ndarray(data.shape, data.dtype,
+    module.get_global(name)).set(data)``)."""
 
     #: the entry, or its template's instantiation (``copy<4, 2>``): what NVRTC is asked to
     #: name (``name_expressions``) and the function is looked up by
@@ -462,19 +462,27 @@ class CudaLaunch:
     def constants(self, config: Config) -> Constants | None:
         """The data ``constant_memory`` gives each symbol at ``config`` (:func:`constants_of`),
         each function called once a config (its grid, block, meta-parameters and problem),
-        never at each launch; ``None`` where the launch sets no symbol."""
+        never at each launch; ``None`` where the launch sets no symbol.  Once a module
+        holding the data is loaded the bytes are dropped, the digest kept (no data
+        where :meth:`__call__` has launched the config), so a long sweep holds a digest a
+        config, not up to 64 KiB."""
         if not self.constant_memory:
             return None
         last, found = self._constants_last
         if config is last and found is not None:
             return found
-        key = (config.problem, config.grid, config.grid_y, config.grid_z, config.block,
-               tuple(sorted(config.meta.items())))
+        key = _config_key(config)
         found = self._constants.get(key)
         if found is None:
             found = self._constants[key] = constants_of(self.constant_memory, config)
         self._constants_last = (config, found)
         return found
+
+    def _held(self, config: Config, constants: Constants) -> None:
+        """``config``'s data is in a loaded module: keep its digest alone."""
+        kept = Constants(constants.digest, {})
+        self._constants[_config_key(config)] = kept
+        self._constants_last = (config, kept)
 
     def __call__(self, config: Config, **tensors: Any) -> None:
         """Compile (or find) the function for ``config``'s defines and launch it on
@@ -517,6 +525,8 @@ class CudaLaunch:
                     write_constants(self.symbols(module), constants, stream)
                 self.loaded[key] = function
             function = self.loaded[key]
+            if constants is not None and constants.data:
+                self._held(config, constants)
             if shared and (key, shared) not in self._claimed:
                 claim_shared_memory(DriverAttributes(function), shared,
                                     gpu.attributes["MaxSharedMemoryPerBlockOptin"],
@@ -629,6 +639,13 @@ def _defines(cuda: CudaLaunch, config: Config) -> tuple[str, tuple[str, ...]]:
     options = nvrtc_options(meta, config.block, config.problem.dtype, cuda.template)
     return (instantiation(cuda.template, meta) if cuda.template else cuda.entry), \
         (*options, *cuda.options)
+
+
+def _config_key(config: Config) -> tuple[Any, ...]:
+    """What tells one config from another to a ``constant_memory`` function: its problem,
+    grid, block and meta-parameters."""
+    return (config.problem, config.grid, config.grid_y, config.grid_z, config.block,
+            tuple(sorted(config.meta.items())))
 
 
 def _on_gpu(tensors: Mapping[str, Any]) -> None:
