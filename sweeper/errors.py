@@ -309,6 +309,13 @@ class VerifyFailed(Exception):
     (the function, what it raised or returned, and where), not as a wrong answer."""
 
 
+class ConstantMemoryFailed(Exception):
+    """A CUDA C kernel's ``constant_memory`` could not be set for a config: the function
+    giving a symbol's data raised or gave no array, or the compiled module declares no
+    such symbol, or the data is larger than the symbol.  Nothing is launched: the
+    config's trial fails as crashed with this reason, and the sweep goes on."""
+
+
 class RefusalFailed(Exception):
     """Asking whether a config may run failed in the user's own code: the kernel's
     ``refuse=`` raised or returned neither ``None`` nor a reason, or its autotuner's

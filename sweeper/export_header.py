@@ -88,6 +88,8 @@ def export_header(store: StudyStore, path: str | Path) -> HeaderExport:
         raise SweeperError(f"{target}: holds kernel {data['kernel']!r}, not {kernel!r}; one "
                            "header per kernel: give another -o")
     data = data or {"kernel": kernel, "entry": launch.entry, "gpus": {}}
+    if launch.constant_memory:                    # what a launch must set first
+        data["constant_memory"] = list(launch.constant_memory)
     gpu = won.meta.gpu.removeprefix("replay: ")
     clash = next((g for g in data["gpus"] if g != gpu and target_macro(g) == target_macro(gpu)),
                  None)
@@ -223,6 +225,10 @@ def render(data: dict[str, Any]) -> str:
         f"// and for a problem {prefix}_GRID_X/_Y/_Z and {prefix}_SHARED_MEMORY (bytes of "
         f"dynamic shared memory); {prefix}_INSTANCE where a template",
         "// instantiates the entry.",
+        *([f"// Before the first launch, set the __constant__ "
+           f"{_comment(', '.join(map(str, data['constant_memory'])))} (cudaMemcpyToSymbol): "
+           "sweeper copied in the data its constant_memory gave each config."]
+          if data.get("constant_memory") else []),
         *listing,
         DATA_PREFIX + json.dumps(data, ensure_ascii=True),   # dims in their order
         "#pragma once",

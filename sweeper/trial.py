@@ -22,6 +22,7 @@ from sweeper.devices._base import Measured
 from sweeper.devices._nvml import Window
 from sweeper.errors import (
     DEBUG_ENV,
+    ConstantMemoryFailed,
     ReferenceFailed,
     RefusalFailed,
     VerifyFailed,
@@ -363,7 +364,7 @@ def classify(err: BaseException) -> tuple[TrialStatus, str]:
     one rule (:func:`_cut_before`)."""
     import torch
 
-    if isinstance(err, (ReferenceFailed, RefusalFailed, VerifyFailed)):
+    if isinstance(err, (ReferenceFailed, RefusalFailed, VerifyFailed, ConstantMemoryFailed)):
         return TrialStatus.CRASHED, _cut_before(str(err), "")
     names = {cls.__name__ for cls in type(err).__mro__}
     message = getattr(err, "error_message", None)

@@ -719,7 +719,7 @@ def test_text_or_a_dict_without_study_is_named_after_its_kernel(tmp_path):
      "'kye'"),
     (lambda s: sweeper.cuda("copy.cu", "copy", ["y", "x", "n"], templat="copy<{V}>"),
      "sweeper.cuda() takes no keyword 'templat'; allowed: source, entry, args, template, "
-     "nvrtc_options, shared_memory; did you mean 'template'?"),
+     "nvrtc_options, shared_memory, constant_memory; did you mean 'template'?"),
     (lambda s: sweeper.kernel(lambda x, config: None, inputs={"x": "n"}, outputs=["x"],
                               refrence=lambda x: x), "sweeper.kernel() takes no keyword "
      "'refrence'; allowed: inputs, outputs, reference,"),

@@ -266,6 +266,30 @@ def test_shared_memory_is_part_of_the_kernel_s_source(staged_space):
     assert "shared_memory" not in load_kernel(space.kernel, space.kernel_options).source()
 
 
+@pytest.mark.parametrize("shared", ['"block * 4"', "4096"])
+def test_plan_hashes_a_sweeper_cuda_kernel_s_shared_memory_as_run_does(
+        tmp_path, monkeypatch, request, shared):
+    """A module's ``sweeper.cuda(..., shared_memory=...)`` given as a literal (an
+    expression or a number) is read by ``plan``, never imported, into the source hash a
+    run records, as its NVRTC options are."""
+    import sys
+
+    from sweeper.kernels import source_hash_unrun
+
+    module = f"sharedplan{len(shared)}"
+    request.addfinalizer(lambda: sys.modules.pop(module, None))
+    shutil.copy(COPY_CU, tmp_path / "copy.cu")
+    (tmp_path / f"{module}.py").write_text(
+        "import sweeper\n\ncopy = sweeper.kernel(\n"
+        f'    sweeper.cuda("copy.cu", "copy", ["dst", "src", "n"], shared_memory={shared}),\n'
+        '    inputs={"src": "n"}, outputs={"dst": "n"}, meta={"VEC": 1},\n'
+        '    grid="cdiv(n, block)", reference=lambda src: src.clone())\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    unrun = source_hash_unrun(f"{module}:copy")
+    assert module not in sys.modules
+    assert unrun is not None and unrun == load_kernel(f"{module}:copy").source_hash()
+
+
 # -- outputs left unchecked (answer's None) ------------------------------------------------
 
 #: dst = src, and a scratch buffer the kernel writes that no reference computes.

@@ -332,7 +332,10 @@ class Kernel(abc.ABC):
     def option_problem(cls, key: str, value: str, *, imports: bool = False) -> str | None:
         """Why ``value`` is no valid option ``key`` (what is), or ``None``; called as the
         space is parsed.  Without ``imports`` (``plan``) it must import nothing; with it
-        (``run``) it may import what the option names, to check that it exists."""
+        (``run``) it may import what the option names, to check that it exists.  A
+        mistake in one entry of an option that is a mapping may be raised as an
+        :class:`OptionError` whose ``key`` names the entry (``coeffs``), so that the
+        space's error names that entry's line."""
         return None
 
     @abc.abstractmethod

@@ -24,6 +24,7 @@ cache).
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import time
@@ -35,7 +36,7 @@ from typing import Any, NamedTuple, Protocol
 from sweeper.ceilings import cache_root
 from sweeper.core import THREAD_BLOCKS, Config, Expr, evaluate, format_size, parse
 from sweeper.core._units import unknown_name
-from sweeper.errors import ExpressionError
+from sweeper.errors import ConstantMemoryFailed, ExpressionError
 from sweeper.kernels._cuda_cache import CompileCache
 from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
@@ -50,6 +51,7 @@ from sweeper.kernels._cuda_spec import (
     parse_args,
     sources,
 )
+from sweeper.kernels._short import _asked, _returned
 from sweeper.kernels._watch import settled, stamp
 
 #: How many of NVRTC's log lines a failed trial's reason keeps (errors first).
@@ -90,7 +92,11 @@ class TunedLaunch(NamedTuple):
 
     (a ``shared_mem`` past 48 KiB needs the function's maximum raised to it first, as
     ``cudaFuncSetAttribute`` does: ``function.max_dynamic_shared_size_bytes =
-    launch.shared_mem`` on the ``RawKernel`` that ``get_function`` gives)."""
+    launch.shared_mem`` on the ``RawKernel`` that ``get_function`` gives).  Each
+    ``__constant__`` symbol ``constant_memory`` names holds data the kernel reads, which
+    sweeper copied in before each config's launches: set it before the first launch, as
+    ``cudaMemcpyToSymbol`` does (``cupy.ndarray(data.shape, data.dtype,
+    module.get_global(name)).set(data)``)."""
 
     #: the entry, or its template's instantiation (``copy<4, 2>``): what NVRTC is asked to
     #: name (``name_expressions``) and the function is looked up by
@@ -109,6 +115,9 @@ class TunedLaunch(NamedTuple):
     block: tuple[int, int, int]
     #: the dynamic shared memory of each block, in bytes (:meth:`CudaLaunch.shared_bytes`)
     shared_mem: int
+    #: the ``__constant__`` symbols whose data the launch needs set first (their data is
+    #: the kernel's ``constant_memory`` functions', not the study's)
+    constant_memory: tuple[str, ...] = ()
 
 
 class Compiler(Protocol):
@@ -204,8 +213,12 @@ class CudaLaunch:
     ``compiler_options``), on first use (cached on disk) and kept loaded for the process.
     ``shared_memory``: the dynamic shared memory each block is launched with, in bytes,
     an expression of the config (:func:`shared_memory_env`: Kernel Tuner's
-    ``smem_args``); none without it.  ``module`` names the module that declares it, whose
-    source identifies the kernel's version in a study."""
+    ``smem_args``); none without it.  ``constant_memory``: for each ``__constant__`` symbol
+    of the source by name, its data (a numpy array or torch tensor), or a function of the
+    config giving it (Kernel Tuner's ``cmem_args``), copied into the loaded module before
+    the config's first launch (:meth:`constants`, :func:`write_constants`).  ``module``
+    names the module that declares it, whose source identifies the kernel's version in a
+    study."""
 
     needs_gpu = True
     #: a CUDA C block: any count of threads a launch takes, not warps
@@ -213,11 +226,18 @@ class CudaLaunch:
 
     def __init__(self, source: Path, entry: str, args: Sequence[str],
                  template: str | None, module: str, options: Sequence[str] = (),
-                 shared_memory: str | None = None) -> None:
+                 shared_memory: str | None = None,
+                 constant_memory: Mapping[str, Any] | None = None) -> None:
         self.source, self.entry, self.template = source, entry, template
         self.raw_args = tuple(args)
         self.options = tuple(options)
         self.shared_memory = shared_memory
+        self.constant_memory = dict(constant_memory or {})
+        #: each config's :meth:`constants`, asked once, and the last config asked
+        self._constants: dict[tuple[Any, ...], Constants] = {}
+        self._constants_last: tuple[Config | None, Constants | None] = (None, None)
+        #: what reads and writes a loaded module's symbols (a stand-in in tests)
+        self.symbols: Any = DriverGlobals
         #: the (config's defines, bytes) whose dynamic shared memory a launch has checked
         #: against the GPU's limit, and claimed past the 48 KiB a block has unasked
         self._claimed: set[tuple[tuple[str, tuple[str, ...]], int]] = set()
@@ -235,21 +255,31 @@ class CudaLaunch:
         self._kernel_source: str | None = None
 
     @classmethod
-    def of_options(cls, options: Mapping[str, str], module: str) -> CudaLaunch:
+    def of_options(cls, options: Mapping[str, str], module: str,
+                   constant_memory: Mapping[str, Any] | None = None) -> CudaLaunch:
         """The launch a space's ``cuda`` kernel options declare (``source``, ``entry``,
         ``args``, ``template``, ``nvrtc_options``, ``shared_memory``), declared in
-        ``module``."""
+        ``module``; ``constant_memory``: the functions its ``constant_memory`` option
+        names, each by its symbol (none given: the symbols alone, each with no data, what
+        a lookup or an export reads of them)."""
+        if constant_memory is None:
+            constant_memory = dict.fromkeys(json.loads(options.get("constant_memory", "{}")))
         return cls(Path(options["source"]), options["entry"],
                    json.loads(options.get("args", "[]")), options.get("template"), module,
                    json.loads(options.get("nvrtc_options", "[]")),
-                   options.get("shared_memory"))
+                   options.get("shared_memory"), constant_memory)
 
     def recorded(self) -> dict[str, Any]:
         """What a study records of the launch (its ``cuda_launch``): what compiled and
         launched each config beside the config itself, so that an export of its winners
-        (a C header) says it without importing the module that declares the kernel."""
-        return {"source": str(self.source), "entry": self.entry, "template": self.template,
-                "nvrtc_options": list(self.options), "shared_memory": self.shared_memory}
+        (a C header) says it without importing the module that declares the kernel; the
+        ``__constant__`` symbols whose data it sets, where it sets any."""
+        recorded = {"source": str(self.source), "entry": self.entry,
+                    "template": self.template, "nvrtc_options": list(self.options),
+                    "shared_memory": self.shared_memory}
+        if self.constant_memory:
+            recorded["constant_memory"] = list(self.constant_memory)
+        return recorded
 
     @classmethod
     def of_record(cls, record: Mapping[str, Any]) -> CudaLaunch | None:
@@ -262,11 +292,14 @@ class CudaLaunch:
         except (KeyError, TypeError):
             return None
         source, entry, template, options, shared = fields
+        symbols = record.get("constant_memory", [])
         if not (isinstance(source, str) and isinstance(entry, str) and
                 isinstance(template, text) and isinstance(shared, text) and
-                isinstance(options, list) and all(isinstance(o, str) for o in options)):
+                isinstance(options, list) and all(isinstance(o, str) for o in options) and
+                isinstance(symbols, list) and all(isinstance(s, str) for s in symbols)):
             return None
-        return cls(Path(source), entry, (), template, "", options, shared)
+        return cls(Path(source), entry, (), template, "", options, shared,
+                   dict.fromkeys(symbols))
 
     def files(self) -> dict[Path, bytes]:
         """The source's and its includes' bytes (:func:`~sweeper.kernels._cuda_spec.
@@ -389,7 +422,8 @@ class CudaLaunch:
             defines[define] = value
         folder = self.source.resolve().parent
         return TunedLaunch(name, self.source, (*options, f"-I{folder}", "-std=c++17"),
-                           defines, grid, block, self.shared_bytes(config))
+                           defines, grid, block, self.shared_bytes(config),
+                           tuple(self.constant_memory))
 
     @property
     def reads(self) -> frozenset[str]:
@@ -410,34 +444,69 @@ class CudaLaunch:
 
     def kernel_source(self) -> str:
         """The source and every file it includes (:meth:`files`), the entry, the
-        arguments, and the NVRTC options and shared memory where it has them: what a
-        study's source hash covers (a kernel without them hashes as it did before they
-        were taken)."""
+        arguments, and the NVRTC options, shared memory and the ``__constant__`` symbols
+        set where it has them: what a study's source hash covers (a kernel without them
+        hashes as it did before they were taken)."""
         files = self.files()
         if self._kernel_source is None:
             given = f", nvrtc_options {list(self.options)}" if self.options else ""
             if self.shared_memory is not None:
                 given += f", shared_memory {self.shared_memory!r}"
+            if self.constant_memory:
+                given += f", constant_memory {list(self.constant_memory)}"
             self._kernel_source = "".join(
                 f"// {p.name}\n{data.decode(errors='replace')}\n" for p, data in files.items()
             ) + f"// entry {self.template or self.entry}, args {list(self.raw_args)}{given}\n"
         return self._kernel_source
 
+    def constants(self, config: Config) -> Constants | None:
+        """The data ``constant_memory`` gives each symbol at ``config`` (:func:`constants_of`),
+        each function called once a config (its grid, block, meta-parameters and problem),
+        never at each launch; ``None`` where the launch sets no symbol.  Once a module
+        holding the data is loaded the bytes are dropped, the digest kept (no data
+        where :meth:`__call__` has launched the config), so a long sweep holds a digest a
+        config, not up to 64 KiB."""
+        if not self.constant_memory:
+            return None
+        last, found = self._constants_last
+        if config is last and found is not None:
+            return found
+        key = _config_key(config)
+        found = self._constants.get(key)
+        if found is None:
+            found = self._constants[key] = constants_of(self.constant_memory, config)
+        self._constants_last = (config, found)
+        return found
+
+    def _held(self, config: Config, constants: Constants) -> None:
+        """``config``'s data is in a loaded module: keep its digest alone."""
+        kept = Constants(constants.digest, {})
+        self._constants[_config_key(config)] = kept
+        self._constants_last = (config, kept)
+
     def __call__(self, config: Config, **tensors: Any) -> None:
         """Compile (or find) the function for ``config``'s defines and launch it on
         torch's current stream, its grid and blocks :func:`launch_dims`'s, each block
         with the dynamic shared memory :meth:`shared_bytes` gives; more than the GPU
-        gives a block is :class:`OutOfResources`, raised before the launch."""
+        gives a block is :class:`OutOfResources`, raised before the launch.  Where the
+        launch sets ``__constant__`` symbols, each set of their data (:meth:`constants`)
+        has a module loaded of its own, written on that stream as it is loaded, before its
+        first launch (:func:`write_constants`): a later launch of the config copies
+        nothing, so no timed launch (nor a CUDA graph) holds a copy."""
         meta, dims = dict(config.meta), {"n": config.problem.n, **dict(config.problem.dims)}
         shared = self.shared_bytes(config)
-        key = _defines(self, config)
+        defined = _defines(self, config)
+        constants = self.constants(config)
+        key = defined if constants is None else \
+            (defined[0], (*defined[1], f"constant_memory:{constants.digest}"))
+        built = None
         if key not in self.loaded:
             # the tensors checked before anything compiles; once a config, not each launch
             problem = self.args_problem(list(tensors), list(dims), list(meta))
             if problem is not None:
                 raise ValueError(f"args: {problem}")
             built = precompile(self, config)
-            self.loaded[key] = _load(built.cubin, built.lowered, tensors)
+            _on_gpu(tensors)
         args = parse_args(self.raw_args, list(tensors), (*dims, *meta))
         if isinstance(args, str):                       # an argument is unknown
             raise ValueError(args)
@@ -447,8 +516,17 @@ class CudaLaunch:
         import torch
 
         device = next(iter(tensors.values())).device
-        function, gpu = self.loaded[key], cupy.cuda.Device(device.index or 0)
-        with gpu, cupy.cuda.ExternalStream(torch.cuda.current_stream(device).cuda_stream):
+        gpu = cupy.cuda.Device(device.index or 0)
+        stream = torch.cuda.current_stream(device).cuda_stream
+        with gpu, cupy.cuda.ExternalStream(stream):
+            if built is not None:
+                module, function = _load(built.cubin, built.lowered)
+                if constants is not None:       # on the stream, ahead of every launch
+                    write_constants(self.symbols(module), constants, stream)
+                self.loaded[key] = function
+            function = self.loaded[key]
+            if constants is not None and constants.data:
+                self._held(config, constants)
             if shared and (key, shared) not in self._claimed:
                 claim_shared_memory(DriverAttributes(function), shared,
                                     gpu.attributes["MaxSharedMemoryPerBlockOptin"],
@@ -563,19 +641,160 @@ def _defines(cuda: CudaLaunch, config: Config) -> tuple[str, tuple[str, ...]]:
         (*options, *cuda.options)
 
 
-def _load(cubin: bytes, lowered: str, tensors: Mapping[str, Any]) -> Any:
-    """The compiled function, loaded by CuPy from the checked cubin's bytes; a
-    ``ValueError`` where a tensor is not on a CUDA device (the kernel cannot run
+def _config_key(config: Config) -> tuple[Any, ...]:
+    """What tells one config from another to a ``constant_memory`` function: its problem,
+    grid, block and meta-parameters."""
+    return (config.problem, config.grid, config.grid_y, config.grid_z, config.block,
+            tuple(sorted(config.meta.items())))
+
+
+def _on_gpu(tensors: Mapping[str, Any]) -> None:
+    """A ``ValueError`` where a tensor is not on a CUDA device (the kernel cannot run
     elsewhere)."""
     off = [n for n, t in tensors.items() if not t.is_cuda]
     if off:
         raise ValueError(f"the cuda kernel runs on a CUDA GPU; tensor {off[0]!r} is on "
                          f"{tensors[off[0]].device}")
+
+
+def _load(cubin: bytes, lowered: str) -> tuple[Any, Any]:
+    """The module loaded by CuPy from the checked cubin's bytes, and its function
+    ``lowered``."""
     from cupy.cuda import function
 
     module = function.Module()          # what cupy.RawModule(path=...) loads a file into
     module.load(cubin)
-    return module.get_function(lowered)
+    return module, module.get_function(lowered)
+
+
+class Constants(NamedTuple):
+    """The data a config's ``constant_memory`` gives each symbol, as the bytes copied, and
+    their digest, which tells one set of data from another (a module is loaded for each,
+    so each is written once)."""
+
+    digest: str
+    data: dict[str, bytes]
+
+
+def host_bytes(value: Any) -> bytes | None:
+    """``value``'s bytes as a C array of its element type holds them: a numpy array or
+    scalar (not of Python objects), or a torch tensor (copied to the host where it is on
+    a GPU); ``None`` for any other value (a list, a float: no element type to say how
+    many bytes each is)."""
+    kind = type(value).__module__.split(".")[0]
+    if kind == "numpy" and getattr(getattr(value, "dtype", None), "kind", "O") != "O":
+        import numpy
+
+        return bytes(numpy.ascontiguousarray(value).tobytes())
+    if kind == "torch" and hasattr(value, "data_ptr"):
+        import torch
+
+        flat = value.detach().to("cpu").contiguous().reshape(-1)
+        return bytes(flat.view(torch.uint8).numpy().tobytes()) if flat.numel() else b""
+    return None
+
+
+#: What a ``constant_memory`` function must return, as a failed trial says.
+CONSTANT_DATA = ("a numpy array or torch tensor, the data copied into the __constant__ "
+                 "symbol")
+
+
+def constants_of(sources: Mapping[str, Any], config: Config) -> Constants:
+    """Each symbol's data at ``config``: the array ``sources`` gives it, or what its
+    function returns called with the config, as bytes (:func:`host_bytes`);
+    :class:`~sweeper.errors.ConstantMemoryFailed` where a function raises (at the user's
+    line) or returns no array (saying where it is defined)."""
+    data: dict[str, bytes] = {}
+    for name, source in sources.items():
+        value = source
+        what = f"the kernel's constant_memory {name}"
+        if callable(source):
+            what += f" {getattr(source, '__name__', type(source).__name__)}"
+            value = _asked(what, source, ConstantMemoryFailed, config)
+        found = host_bytes(value)
+        if found is None:
+            raise ConstantMemoryFailed(_returned(source, what, value, CONSTANT_DATA)
+                                       if callable(source) else
+                                       f"{what} is {type(value).__name__}; allowed: "
+                                       f"{CONSTANT_DATA}")
+        data[name] = found
+    digest = hashlib.sha256()
+    for name, found in data.items():
+        digest.update(f"{name}\0{len(found)}\0".encode() + found)
+    return Constants(digest.hexdigest(), data)
+
+
+def write_constants(symbols: Any, constants: Constants, stream: int) -> None:
+    """Copy each symbol's data into the loaded module whose symbols ``symbols`` reads and
+    writes (``find(name)``: the symbol's device address and size in bytes, ``None``
+    where the module has none; ``write(address, data, stream)``: the copy) on
+    ``stream``, ahead of the launches made on it; every symbol is looked up first, so
+    that :class:`~sweeper.errors.ConstantMemoryFailed`, where the module declares no
+    such symbol or its data is larger than the symbol, leaves nothing copied."""
+    found = {}
+    for name, data in constants.data.items():
+        where = symbols.find(name)
+        if where is None:
+            raise ConstantMemoryFailed(
+                f"constant_memory {name}: the compiled kernel has no symbol {name!r}; "
+                f"allowed: a __constant__ variable the source declares outside any "
+                f"namespace (__constant__ float {name}[16];)")
+        if len(data) > where[1]:
+            raise ConstantMemoryFailed(
+                f"constant_memory {name}: the data is {len(data)} B, more than the "
+                f"{where[1]} B the symbol {name} holds; allowed: at most {where[1]} B")
+        found[name] = where[0]
+    for name, address in found.items():
+        symbols.write(address, constants.data[name], stream)
+
+
+#: ``CUDA_ERROR_NOT_FOUND``, what the driver says of a symbol a module does not have.
+CUDA_ERROR_NOT_FOUND = 500
+
+
+class DriverGlobals:
+    """A loaded CuPy module's global symbols as :func:`write_constants` reads and writes
+    them, through the CUDA driver: ``cuModuleGetGlobal`` gives a symbol's address and
+    size (CuPy's ``get_global`` gives no size), ``cuMemcpyHtoDAsync`` copies on a
+    stream."""
+
+    def __init__(self, module: Any) -> None:
+        self.handle = int(module.ptr)
+
+    @staticmethod
+    @functools.cache
+    def driver() -> Any:
+        """The CUDA driver library, loaded once (CuPy has loaded it already)."""
+        import ctypes
+
+        return ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+
+    def find(self, name: str) -> tuple[int, int] | None:
+        """The symbol's device address and size in bytes, ``None`` where the module has no
+        symbol of that name."""
+        import ctypes
+
+        address, size = ctypes.c_uint64(), ctypes.c_size_t()
+        status = self.driver().cuModuleGetGlobal_v2(
+            ctypes.byref(address), ctypes.byref(size), ctypes.c_void_p(self.handle),
+            name.encode())
+        if status == CUDA_ERROR_NOT_FOUND:
+            return None
+        if status:
+            raise RuntimeError(f"cuModuleGetGlobal({name!r}) failed: CUDA error {status}")
+        return address.value, size.value
+
+    def write(self, address: int, data: bytes, stream: int) -> None:
+        """Copy ``data`` from the host to ``address`` on ``stream`` (the driver stages the
+        bytes before it returns)."""
+        import ctypes
+
+        status = self.driver().cuMemcpyHtoDAsync_v2(
+            ctypes.c_uint64(address), ctypes.c_char_p(data), ctypes.c_size_t(len(data)),
+            ctypes.c_void_p(stream))
+        if status:
+            raise RuntimeError(f"cuMemcpyHtoDAsync of {len(data)} B failed: CUDA error "
+                               f"{status}")
 
 
 def _value(name: str, kind: str, tensors: Mapping[str, Any], scalars: Mapping[str, int]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import inspect
 import json
 import math
 import re
@@ -33,7 +34,7 @@ from sweeper.core._units import canonical_dtype, did_you_mean, unknown_name, zip
 from sweeper.errors import ExpressionError, SweeperError
 from sweeper.escape import cut
 from sweeper.kernels._base import Headline, Kernel, MetaParam, OptionError
-from sweeper.kernels._cuda_build import CudaLaunch
+from sweeper.kernels._cuda_build import CONSTANT_DATA, CudaLaunch, host_bytes
 from sweeper.kernels._cuda_spec import (
     BLOCK_DEFINE,
     DEFINE,
@@ -66,6 +67,7 @@ from sweeper.kernels._own_modules import (
 from sweeper.kernels._short import _count, refused, verified
 from sweeper.kernels._short_form import (
     CALLED,
+    LAUNCH_CALLED,
     UNUSED_TOLERANCE,
     Declaration,
     _counted,
@@ -86,8 +88,13 @@ STRUCTURED: dict[str, type | tuple[type, ...]] = {
     "inputs": dict, "outputs": (dict, list), "args": list, "dims": dict, "tolerance": dict,
     "nvrtc_options": list, "check": list}
 #: The options that name a Python function (``module:function`` or ``file.py:function``,
-#: beside the space file first): its file is part of the kernel's source.
+#: beside the space file first): its file is part of the kernel's source, as is that of
+#: each function ``constant_memory`` names (:func:`_references`).
 FUNCTIONS = ("reference", *CALLED)
+#: What a ``constant_memory`` option or argument is.
+CONSTANT_MEMORY = ("the data of each __constant__ symbol of the source, by name: a function "
+                   "called with each config, returning a numpy array or torch tensor "
+                   "(Kernel Tuner's cmem_args)")
 
 
 @cut_at_call
@@ -98,7 +105,8 @@ FUNCTIONS = ("reference", *CALLED)
             "numbers, such as ['y', 'x', 'n']"})
 def cuda(source: str | Path, entry: str, args: Sequence[str], *,
          template: str | None = None, nvrtc_options: Sequence[str] = (),
-         shared_memory: str | int | None = None) -> CudaLaunch:
+         shared_memory: str | int | None = None,
+         constant_memory: Mapping[str, Any] | None = None) -> CudaLaunch:
     """The launch of a CUDA C/C++ kernel, for :func:`sweeper.kernel`: ``source`` (relative
     to the calling module's folder; in a REPL or notebook, the current one), ``entry``
     the ``__global__`` function, ``args`` its arguments in order (tensors by name,
@@ -109,7 +117,10 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     dynamic shared memory each block is launched with, in bytes: an expression over the
     dimensions, ``itemsize``, the meta-parameters, ``block`` (or ``block_size_x``),
     ``block_size_y`` and ``block_size_z`` (``"block_size_x * TILE * 4"``: Kernel Tuner's
-    ``smem_args``), its names checked as :func:`sweeper.kernel` declares the kernel.
+    ``smem_args``), its names checked as :func:`sweeper.kernel` declares the kernel;
+    ``constant_memory`` the data of each ``__constant__`` symbol of the source by name (a
+    numpy array or torch tensor, or a function of the config returning one: Kernel
+    Tuner's ``cmem_args``), copied in before each config's first launch.
     Meta-parameters become ``-DNAME=value``, the block ``-Dblock_size_x``, the dtype
     ``-DDTYPE``."""
     wrong_type = _cuda_type_problem(source, entry, args, template)
@@ -135,8 +146,9 @@ def cuda(source: str | Path, entry: str, args: Sequence[str], *,
     wrong_shared = _shared_problem(shared)
     if wrong_shared is not None:
         raise SweeperError(f"sweeper.cuda: shared_memory: {wrong_shared}")
+    constants = _constant_memory_given(constant_memory)
     launch = CudaLaunch(path, entry, args, template, caller.get("__name__", __name__),
-                        nvrtc_options, shared)
+                        nvrtc_options, shared, constants)
     files, problem = _read_source(launch, beside)           # read once, kept by the launch
     problem = problem or _entry_problem(entry) or (
         _template_problem(template) if template else None) or \
@@ -187,11 +199,15 @@ class CudaDeclaration(Kernel):
                          "smem_args); default none",
         "check": "the outputs compared with the reference's ([C]: Kernel Tuner's answer, "
                  "None where not checked); default every output",
+        "constant_memory": "the data of each __constant__ symbol of the source, by name: "
+                           "module:function or file.py:function, called with each config, "
+                           "returning a numpy array or torch tensor ({coeffs: "
+                           "consts.py:make_coeffs}: Kernel Tuner's cmem_args)",
     }
     optional_options: ClassVar[frozenset[str]] = frozenset(
         {"template", "dims", "grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved",
          "flops", "model", "refuse", "tolerance", "headline", "nvrtc_options",
-         "shared_memory", "check", "verify"})
+         "shared_memory", "check", "verify", "constant_memory"})
     number_options: ClassVar[frozenset[str]] = frozenset(
         {"grid", "grid_y", "grid_z", "footprint_bytes", "bytes_moved", "flops",
          "shared_memory"})
@@ -206,37 +222,31 @@ class CudaDeclaration(Kernel):
 
     @classmethod
     def resolve_option(cls, key: str, value: str, folder: Path) -> str:
-        """``source`` and a ``file.py:function`` reference, refuse or verify, relative to
-        ``folder``; a ``module:function`` one of the user's own modules, pinned to the
-        folder it is found in (``folder`` first, then the import path, the working folder
-        first: :func:`~sweeper.kernels._own_modules.user_module_root`) and kept as
+        """``source`` and a ``file.py:function`` reference, refuse or verify (or each
+        function ``constant_memory`` names), relative to ``folder``; a ``module:function``
+        one of the user's own modules, pinned to the folder it is found in (``folder``
+        first, then the import path, the working folder first:
+        :func:`~sweeper.kernels._own_modules.user_module_root`) and kept as
         ``FOLDER/module:function``, so that the run imports, and its source hash reads,
         that module's file wherever they are asked from.  A library's (``torch:clone``)
         stays as it is."""
         if key == "source":
             return str((folder / value).resolve())
-        path, colon, attr = value.rpartition(":")
-        if key in FUNCTIONS and colon and path.endswith(".py"):
-            return f"{(folder / path).resolve()}:{attr}"
-        if key in FUNCTIONS and plugins.PATH.fullmatch(value):
-            root = user_module_root(path, [folder])
-            return value if root is None else f"{root / path}:{attr}"
-        return value
+        if key == "constant_memory":
+            return _each_function(value, lambda named: _resolved(named, folder))
+        return _resolved(value, folder) if key in FUNCTIONS else value
 
     @classmethod
     def moved_option(cls, key: str, value: str, move: Callable[[str], str]) -> str:
-        """``source``; a reference, refuse or verify's file (``file.py:function``), or the folder
-        its module is pinned to (``FOLDER/module:function``); a library's
-        (``torch:clone``), and any other option, names none."""
+        """``source``; a reference, refuse or verify's file (``file.py:function``), or the
+        folder its module is pinned to (``FOLDER/module:function``), and those of each
+        function ``constant_memory`` names; a library's (``torch:clone``), and any other
+        option, names none."""
         if key == "source":
             return move(value)
-        if key not in FUNCTIONS:
-            return value
-        path, colon, attr = value.rpartition(":")
-        if colon and path.endswith(".py"):
-            return f"{move(path)}:{attr}"
-        pinned = _pinned(value)
-        return value if pinned is None else f"{move(str(pinned[0]))}/{pinned[1]}:{attr}"
+        if key == "constant_memory":
+            return _each_function(value, lambda named: _moved(named, move))
+        return _moved(value, move) if key in FUNCTIONS else value
 
     @classmethod
     def hashed_files(cls, options: Mapping[str, str]) -> list[str]:
@@ -264,8 +274,8 @@ class CudaDeclaration(Kernel):
             read += includes_gone(source, hashed)
         named = {Path(p).resolve() for p in missing}
         missing += [str(p) for p in dict.fromkeys(read) if p.resolve() not in named]
-        for key in FUNCTIONS:
-            module, colon, _ = options.get(key, "").rpartition(":")
+        for _, function in _references(options):
+            module, colon, _ = function.rpartition(":")
             if colon and not module.endswith(".py") and "/" not in module and \
                     not theirs(module) and module_file(module) is None:
                 missing.append(f"module {module!r}")
@@ -276,6 +286,8 @@ class CudaDeclaration(Kernel):
         if key == "nvrtc_options":          # each option at its own line, as declared
             unfit = nvrtc_option_problem(_json_or_text(value))
             return unfit[1] if unfit is not None and unfit[0] is None else None
+        if key == "constant_memory":        # each entry at its own line, as declared
+            return _constant_memory_problem(value, imports)
         if key in STRUCTURED:
             return _structured_problem(key, value)
         if key in FUNCTIONS:
@@ -297,7 +309,7 @@ class CudaDeclaration(Kernel):
         if unfit is not None:                   # at the option that is wrong
             raise OptionError("nvrtc_options" if unfit[0] is None else
                               f"nvrtc_options[{unfit[0]}]", unfit[1])
-        launch = CudaLaunch.of_options(options, __name__)
+        launch = CudaLaunch.of_options(options, __name__, _constant_functions(options))
         _, problem = _read_source(launch, "the space file")
         if problem is not None:                 # read once here, kept by the launch
             raise OptionError("source", problem)
@@ -384,8 +396,116 @@ class CudaDeclaration(Kernel):
         return type("CudaShort", (built, cls), attrs)
 
 
+def _references(options: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Each function the options name, after what names it: the reference, refuse and
+    verify, then each of ``constant_memory``'s by its symbol (``constant_memory
+    coeffs``)."""
+    named = [(key, options[key]) for key in FUNCTIONS if key in options]
+    table = _json_or_text(options.get("constant_memory", "{}"))
+    if isinstance(table, dict):
+        named += [(f"constant_memory {symbol}", value) for symbol, value in table.items()
+                  if isinstance(value, str)]
+    return named
+
+
+def _each_function(value: str, change: Callable[[str], str]) -> str:
+    """A ``constant_memory`` option (JSON text) with each function it names ``change``d;
+    one that is no mapping as it is (its check says why)."""
+    table = _json_or_text(value)
+    if not isinstance(table, dict):
+        return value
+    return json.dumps({symbol: change(named) if isinstance(named, str) else named
+                       for symbol, named in table.items()})
+
+
+def _resolved(value: str, folder: Path) -> str:
+    """A function's reference as :meth:`CudaDeclaration.resolve_option` keeps it."""
+    path, colon, attr = value.rpartition(":")
+    if colon and path.endswith(".py"):
+        return f"{(folder / path).resolve()}:{attr}"
+    if plugins.PATH.fullmatch(value):
+        root = user_module_root(path, [folder])
+        return value if root is None else f"{root / path}:{attr}"
+    return value
+
+
+def _moved(value: str, move: Callable[[str], str]) -> str:
+    """A function's reference as :meth:`CudaDeclaration.moved_option` moves it."""
+    path, colon, attr = value.rpartition(":")
+    if colon and path.endswith(".py"):
+        return f"{move(path)}:{attr}"
+    pinned = _pinned(value)
+    return value if pinned is None else f"{move(str(pinned[0]))}/{pinned[1]}:{attr}"
+
+
+def _constant_functions(options: Mapping[str, str]) -> dict[str, Constant]:
+    """The function ``constant_memory`` names for each symbol, imported when first
+    called."""
+    table = json.loads(options.get("constant_memory", "{}"))
+    return {symbol: Constant(named) for symbol, named in table.items()}
+
+
+def _constant_memory_problem(value: str, imports: bool) -> str | None:
+    """Why ``value`` is no ``constant_memory`` option, or ``None``: no mapping; an entry
+    that is wrong is an :class:`OptionError` at that entry (its symbol no C name, its
+    function named wrong, its file absent, and with ``imports`` one that does not import
+    or cannot take the config)."""
+    table = _json_or_text(value)
+    if not isinstance(table, dict) or not table:
+        return (f"{cut(repr(value), 60)} is not a valid constant_memory; allowed: a mapping of "
+                "each __constant__ symbol to module:function or file.py:function, called "
+                "with each config and returning a numpy array or torch tensor ({coeffs: "
+                "consts.py:make_coeffs})")
+    for symbol, named in table.items():
+        if not IDENTIFIER.fullmatch(symbol):
+            raise OptionError(symbol, f"{cut(repr(symbol), 60)} is not a C name; allowed: "
+                              "the name of a __constant__ variable of the source (coeffs)")
+        problem = _reference_problem(named, imports, "constant_memory") \
+            if isinstance(named, str) else (
+                f"{cut(repr(named), 60)} names no function; allowed: module:function or "
+                "file.py:function, relative to the space file")
+        if problem is not None:
+            raise OptionError(symbol, problem)
+    return None
+
+
+def _constant_memory_given(given: object) -> dict[str, Any]:
+    """:func:`cuda`'s ``constant_memory``, checked: a mapping of C names to arrays (a numpy
+    array or torch tensor) or functions that can take the config; a
+    :class:`~sweeper.errors.SweeperError` saying what is wrong and what is allowed."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise SweeperError(f"sweeper.cuda: constant_memory={cut(repr(given), 60)}; allowed: "
+                           f"a dict of {CONSTANT_MEMORY}, or the data itself "
+                           "({\"coeffs\": make_coeffs})")
+    for symbol, data in given.items():
+        if not isinstance(symbol, str) or not IDENTIFIER.fullmatch(symbol):
+            raise SweeperError(f"sweeper.cuda: constant_memory: {cut(repr(symbol), 60)} is "
+                               "not a C name; allowed: the name of a __constant__ variable "
+                               "of the source (\"coeffs\")")
+        if callable(data):
+            label = getattr(data, "__name__", type(data).__name__)
+            problem = cannot_take("constant_memory", data,
+                                  functools.partial(_signed, f"sweeper.cuda: constant_memory "
+                                                    f"{symbol}: {label}"), label)
+            if problem is not None:
+                raise SweeperError(problem)
+        elif host_bytes(data) is None:
+            raise SweeperError(f"sweeper.cuda: constant_memory {symbol}: "
+                               f"{cut(repr(data), 60)} ({type(data).__name__}); allowed: "
+                               f"{CONSTANT_DATA}, or a function of the config returning one")
+    return dict(given)
+
+
+def _signed(head: str, signature: inspect.Signature) -> str:
+    """``head`` then the function's ``signature``, as a refusal names a function."""
+    return f"{head}{signature}"
+
+
 def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
-    """The files a reference, refuse or verify names, each once: a ``file.py:function``'s
+    """The files a reference, refuse or verify names (and each function
+    ``constant_memory`` names), each once: a ``file.py:function``'s
     (resolved beside the space file), a ``module:function``'s where the module is one of
     the user's own: the file in the folder the space pinned it to
     (:meth:`CudaDeclaration.resolve_option`), the one the run imports, wherever this is
@@ -395,8 +515,7 @@ def _python_files(options: Mapping[str, str]) -> tuple[Path, ...]:
     and what runs, as the ``.cu`` file does, so their text is part of the kernel's
     source and the sweep watches them."""
     found: list[Path] = []
-    for key in FUNCTIONS:
-        value = options.get(key, "")
+    for _, value in _references(options):
         path, colon, _ = value.rpartition(":")
         pinned = _pinned(value)
         if pinned is not None:
@@ -441,10 +560,9 @@ def _spelled_earlier(value: str) -> str:
 
 
 def _named(options: Mapping[str, str], spelled: Callable[[str], str]) -> str:
-    """The lines a kernel's source hash names its reference, refuse and verify by, each
-    ``spelled`` so."""
-    return "".join(f"// {key} {spelled(options[key])}\n" for key in FUNCTIONS
-                   if key in options)
+    """The lines a kernel's source hash names its reference, refuse and verify by, and
+    each function ``constant_memory`` names (:func:`_references`), each ``spelled`` so."""
+    return "".join(f"// {key} {spelled(value)}\n" for key, value in _references(options))
 
 
 def _pinned_file(root: Path, module: str) -> Path:
@@ -915,7 +1033,7 @@ def _reference_problem(value: str, imports: bool, key: str = "reference") -> str
             found = Reference(value, ()).function
         except Exception as err:  # noqa: BLE001 -- any import failure is the user's to see
             return f"{value}: {type(err).__name__}: {err}"
-        if key in CALLED:
+        if key in CALLED or key in LAUNCH_CALLED:
             return cannot_take(key, found, lambda _: value, key)
     return None
 
@@ -986,6 +1104,20 @@ class Refuse:
 
     def __call__(self, config: Config) -> str | None:
         return refused(self.imported.function, config)
+
+
+class Constant:
+    """A function ``constant_memory`` names for a symbol, imported on its first call and
+    called with the config; what it returns is read as
+    :func:`~sweeper.kernels._cuda_build.constants_of` reads it (one that raises or returns
+    no array fails the config's trial, saying so)."""
+
+    def __init__(self, target: str) -> None:
+        self.imported = Reference(target, ())
+        self.__name__ = target.rpartition(":")[2]
+
+    def __call__(self, config: Config) -> Any:
+        return self.imported.function(config)
 
 
 class Verify:

@@ -426,6 +426,13 @@ CALLED: dict[str, tuple[tuple[str, ...], str, str]] = {
                "tensor) returning None or True where they agree, else False or a string "
                "saying why not"),
 }
+#: The functions a ``cuda`` kernel's launch calls, as :data:`CALLED` describes those a
+#: declaration's kernel calls: each of ``constant_memory``'s, with the config, for the data
+#: of a ``__constant__`` symbol.
+LAUNCH_CALLED: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "constant_memory": (("config",), "one parameter, the config",
+                        "a function of the config returning a numpy array or torch tensor"),
+}
 #: Why a tolerance beside a ``verify`` is refused, after the tolerance's key and before
 #: the verify's (``=`` in Python, ``:`` in a space).
 UNUSED_TOLERANCE = ("would never be used: verify replaces the tolerance check (a verify "
@@ -454,13 +461,14 @@ def _check_called(kernel: str, key: str, fn: Any) -> None:
 
 def cannot_take(key: str, fn: Callable[..., Any], named: Callable[[inspect.Signature], str],
                 label: str) -> str | None:
-    """Why ``fn`` cannot be called as a kernel calls its ``key`` (:data:`CALLED`), with
-    its arguments in order (the call shown as ``label(config)``): what ``named`` calls it
-    (given its signature) ``cannot take the call it gets``, what Python said, and what it
-    must take; ``None`` where it can, or where Python cannot tell its signature (not
-    checked).  The short form's ``refuse=`` and ``verify=`` and a space's ``refuse:`` and
-    ``verify:`` are checked by it alike."""
-    arguments, takes, _ = CALLED[key]
+    """Why ``fn`` cannot be called as a kernel calls its ``key`` (:data:`CALLED`,
+    :data:`LAUNCH_CALLED`), with its arguments in order (the call shown as
+    ``label(config)``): what ``named`` calls it (given its signature) ``cannot take the
+    call it gets``, what Python said, and what it must take; ``None`` where it can, or
+    where Python cannot tell its signature (not checked).  The short form's ``refuse=``
+    and ``verify=``, a space's ``refuse:`` and ``verify:`` and a ``cuda`` kernel's
+    ``constant_memory`` functions are checked by it alike."""
+    arguments, takes, _ = {**CALLED, **LAUNCH_CALLED}[key]
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):

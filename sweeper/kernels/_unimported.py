@@ -99,7 +99,8 @@ MOST_HOPS = 32
 #: ``sweeper.cuda``'s parameters (:func:`~sweeper.kernels._cuda_form.cuda`), each
 #: to its default (``...``: none, it must be given), and those it takes by position.
 CUDA_PARAMETERS: Mapping[str, Any] = MappingProxyType({
-    "source": ..., "entry": ..., "args": ..., "template": None, "nvrtc_options": ()})
+    "source": ..., "entry": ..., "args": ..., "template": None, "nvrtc_options": (),
+    "shared_memory": None})
 CUDA_POSITIONAL = ("source", "entry", "args")
 #: No names bound by a comprehension (outside any).
 _NO_NAMES: Mapping[str, Any] = MappingProxyType({})
@@ -231,7 +232,8 @@ def module_source_hash(target: str) -> str | None:
     (``kernel(launch, ...)``, a lambda too); one given a ``sweeper.cuda(...)`` launch
     (``kernel(sweeper.cuda(...), ...)``, or a module-level name bound to that call), whose
     arguments are literals, hashes after those the ``.cu`` file it names and each file
-    that includes, its entry, arguments and NVRTC options, read as a run reads them,
+    that includes, its entry, arguments, NVRTC options and shared memory, read as a run
+    reads them,
     nothing compiled (:meth:`_Reader.cuda_launch`).  ``None`` for any other kernel (a
     Kernel subclass hashes its class; a launch imported from another module hashes
     that one's), a module that cannot be found or read, or a ``.cu`` file that cannot
@@ -838,13 +840,15 @@ class _Reader:
         except NotLiteral:
             return None
         values = {**CUDA_PARAMETERS, **given}
-        entry, args, template, options = (values[k] for k in (
-            "entry", "args", "template", "nvrtc_options"))
+        entry, args, template, options, shared = (values[k] for k in (
+            "entry", "args", "template", "nvrtc_options", "shared_memory"))
         if not isinstance(entry, str) or not isinstance(args, (list, tuple)) or \
                 not isinstance(template, (str, type(None))) or \
-                not isinstance(options, (list, tuple)):
+                not isinstance(options, (list, tuple)) or isinstance(shared, bool) or \
+                not isinstance(shared, (str, int, type(None))):
             return None
-        return CudaLaunch(path, entry, args, template, self.module, options)
+        return CudaLaunch(path, entry, args, template, self.module, options,
+                          None if shared is None else str(shared))
 
     def launched_functions(self, launch: ast.AST | None
                            ) -> list[tuple[ast.FunctionDef, _Reader]]:

@@ -1061,8 +1061,12 @@ class _Parser:
             written = self.origin(path).file          # this file, or one it extends
             option = resolve(key, option,
                              self.folder if written == self.file else Path(written).parent)
-            problem = kernel.option_problem(key, option, imports=self.user_code) \
-                if checked else None
+            try:
+                problem = kernel.option_problem(key, option, imports=self.user_code) \
+                    if checked else None
+            except SweeperError as err:         # at an entry of the option's (its key)
+                inner = getattr(err, "key", None)
+                raise self.error(f"{path}.{inner}" if inner else path, str(err)) from None
             if problem is not None:
                 raise self.error(path, problem)
             given[key] = option
