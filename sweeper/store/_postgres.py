@@ -40,6 +40,7 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -124,15 +125,33 @@ def _on_error(url: str, context: sa.engine.ExceptionContext) -> None:
     if context.connection is None and _refused(error):
         raise SweeperError(f"{mask_url(url)}: the database refuses the connection: "
                            f"{reason}; check the URL's database, user and password")
+    if context.connection is None and (isinstance(error, psycopg.ProgrammingError) or
+                                       _malformed(error, reason)):
+        raise SweeperError(f"{mask_url(url)}: the database driver refuses it: {reason}; "
+                           f"allowed: {SHAPE}")
     if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
         what = "cannot reach the database" if context.connection is None else \
             "the database failed"
         failure = f"{mask_url(url)}: {what}: {reason}"
         raise StorageError(f"{failure}; every record appended before is kept there (run the "
                            "same command again to go on)", failure=failure)
-    if isinstance(error, psycopg.ProgrammingError) and context.connection is None:
-        raise SweeperError(f"{mask_url(url)}: the database driver refuses it: {reason}; "
-                           f"allowed: {SHAPE}")
+
+
+#: libpq's refusal of a connection parameter's value before it tries any host
+#: (``invalid port number: "99999"``, ``invalid sslmode value: "x"``), as psycopg words it,
+#: and the server's refusal of a setting in the URL's ``options`` (``-c
+#: statement_timeout=x``: invalid_parameter_value, or a name it has not: undefined_object)
+_MALFORMED = re.compile(r'(?:connection is bad: )?invalid |.*FATAL: +(?:invalid value for '
+                        r'parameter|unrecognized configuration parameter) "')
+_BAD_SETTINGS = ("22023", "42704")
+
+
+def _malformed(error: BaseException, reason: str) -> bool:
+    """Whether a connection was refused for a parameter of the URL that cannot be taken
+    (by libpq, or a server setting by the server): the URL's fault, which running again
+    cannot mend, as :func:`_refused`'s."""
+    return getattr(error, "sqlstate", None) in _BAD_SETTINGS or \
+        _MALFORMED.match(reason) is not None
 
 
 #: The server's answers to a connection that name its database, user or password wrong
