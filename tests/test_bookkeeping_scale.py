@@ -8,7 +8,8 @@ measures the speed.
   labels;
 - a space is sorted out with each step of resolving run over only the labels it reads,
   with the same valid configs, reasons and places in the file as resolving each one;
-- the ruled-out configs are journaled with one fsync, not one each.
+- the ruled-out configs are journaled with one fsync, not one each;
+- a worker sharing a study's journal parses each line about once, not at every trial.
 """
 
 from __future__ import annotations
@@ -173,6 +174,27 @@ def test_ruled_out_configs_are_journaled_with_one_fsync(tmp_path, monkeypatch):
     with pytest.raises(Exception, match="trial #3 again"):
         store.append_all([records[3]])
     assert len(store.records()[0]) == 500
+
+
+def test_a_worker_parses_each_line_of_a_shared_journal_about_once(tmp_path, monkeypatch,
+                                                                  capsys):
+    """A worker reads the shared journal at each claim and each append (other workers
+    append to it): each read parses only the lines appended since, so a sweep parses each
+    line a bounded number of times, not every line again for each trial."""
+    import sweeper.store._journal as journal
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+    parsed = []
+    parse_line = journal.parse_line
+    monkeypatch.setattr(journal, "parse_line",
+                        lambda text, kept=True: parsed.append(1) or parse_line(text, kept))
+    assert main(["worker", "spaces/copy.yaml", "--device", f"replay:{table}", "--study", "w",
+                 "--studies-dir", str(tmp_path)]) == 0
+    lines = len((tmp_path / "w" / "trials.jsonl").read_bytes().splitlines())
+    assert lines == 210 and "204 configs measured and kept" in capsys.readouterr().out
+    assert len(parsed) <= 3 * lines          # it was 4 reads of the whole journal a trial
 
 
 def test_a_map_of_thousands_of_columns_is_drawn_within_the_widest_size_without_cell_text():

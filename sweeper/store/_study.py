@@ -30,7 +30,7 @@ from sweeper.fsio import (
 )
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
-from sweeper.store._journal import JOURNAL, JournalWriter, Scan, read_bytes, scan
+from sweeper.store._journal import JOURNAL, JournalTail, JournalWriter, Scan, read_bytes
 from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
@@ -48,8 +48,8 @@ class StudyStore(Storage):
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self._writer = JournalWriter(self.root, self._axes)
-        self._read: tuple[Any, Scan] | None = None
+        self._tail = JournalTail(self.root / JOURNAL, self._axes)
+        self._writer = JournalWriter(self.root, self._axes, self._tail)
         self._axes_read: tuple[Any, Axes | None] | None = None
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
@@ -184,11 +184,10 @@ class StudyStore(Storage):
         self._workers.close()
 
     def _scan(self) -> Scan:
-        """The journal as last read, read again if it or ``study.json`` changed since."""
-        key = (_stat(self.journal_path), _stat(self.root / META))
-        if key[0] is None or self._read is None or self._read[0] != key:
-            self._read = (key, scan(self.journal_path, self._axes()))
-        return self._read[1]
+        """The journal as read now: the lines appended since the last read parsed, or the
+        whole of it where it was replaced or the study's axes changed
+        (:class:`~sweeper.store._journal.JournalTail`)."""
+        return self._tail.read()
 
     def _axes(self) -> Axes | None:
         """The study's axes and labels (:func:`study_axes`), read again when ``study.json``
@@ -221,12 +220,11 @@ class StudyStore(Storage):
 
     def _kept(self, claims: ClaimsFile, key: str) -> Iterator[dict[str, Any]]:
         """The journal's records of ``key``."""
-        return (d for d in scan(self.journal_path, self._axes()).records
-                if record_key(d) == key)
+        return (d for d in self._scan().records if record_key(d) == key)
 
     def _append_next(self, claims: ClaimsFile, record: TrialRecord) -> TrialRecord:
         """Append ``record`` under the next trial number the journal has not recorded."""
-        trials = scan(self.journal_path, self._axes()).ledger.trials
+        trials = self._scan().ledger.trials
         kept = dataclasses.replace(record, number=max(trials, default=-1) + 1)
         self.append(kept)
         return kept
