@@ -649,3 +649,31 @@ def test_a_worker_that_lost_its_claim_counts_only_the_trials_it_kept(storage, tm
     assert "worker a: 3 configs measured and kept" in out, out
     last = open_storage(spec, tmp_path / name).meta()["last_run"]
     assert last["measured"] == 3
+
+
+@pytest.mark.parametrize("sweeping", ["run", "worker"])
+def test_copy_study_refuses_a_study_being_swept(sweeping, storage, tmp_path, monkeypatch,
+                                                capsys):
+    """A copy made while a run or workers append would miss the trials they measure next,
+    and the copy says "read back equal" of a study that is not done: it is refused until
+    they finish (exit 2, nothing copied), and no run or worker starts while it copies."""
+    monkeypatch.chdir(ROOT)
+    name = f"busycopy{uuid.uuid4().hex[:8]}"
+    spec = storage[1] if storage else None
+    common = [*storage, "--study", name, "--studies-dir", str(tmp_path / "studies")]
+    assert main(["worker", *SPACE, *common, "--worker-id", "a", "--trials", "3"]) == 0
+    holder = open_storage(spec, tmp_path / "studies" / name)
+    holder.open_journal() if sweeping == "run" else holder.share()
+    capsys.readouterr()
+    copy = ["copy-study", name, *storage, "--studies-dir", str(tmp_path / "studies"),
+            "--to", str(tmp_path / "copies")]
+    try:
+        assert main(copy) == 2
+    finally:
+        holder.close()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "let them finish, then copy it" in err
+    assert not (tmp_path / "copies" / name).exists()
+    assert main(copy) == 0
+    assert len(open_storage(None, tmp_path / "copies" / name).records()[0]) == 3

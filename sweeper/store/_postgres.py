@@ -53,7 +53,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, check_copied, counts, kept_once, record_key
-from sweeper.store._claims_file import BUSY_RUN, Held, busy, worker_taken
+from sweeper.store._claims_file import BUSY_COPY, BUSY_RUN, Held, busy, worker_taken
 from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._meta import checked_meta
@@ -292,6 +292,11 @@ class PostgresStore(Storage):
     def open_journal(self) -> None:
         """Take the study's advisory lock for this process alone (``sweeper run``)."""
         self._take(shared=False)
+
+    def hold(self) -> None:
+        """Take the study's advisory lock for this process alone, as a run does."""
+        self._hold(None, sa.func.pg_try_advisory_lock(lock_key("sweeper-study", self._name)),
+                   BUSY_COPY)
 
     def share(self) -> None:
         """Take the study's advisory lock shared with other workers."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +30,7 @@ from sweeper.fsio import (
     write_error,
 )
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
-from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
+from sweeper.store._claims_file import BUSY_COPY, ClaimsFile, StudyLock, WorkerLocks, locked
 from sweeper.store._journal import JOURNAL, JournalTail, JournalWriter, Scan, read_bytes
 from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._meta import checked_meta
@@ -55,6 +56,7 @@ class StudyStore(Storage):
         self._lock = StudyLock(self.root)
         self._workers = WorkerLocks(self.root, self._lock)
         self._shared = False
+        self._held: int | None = None        # the folder's lock :meth:`hold` took
 
     @property
     def name(self) -> str:
@@ -160,6 +162,16 @@ class StudyStore(Storage):
         does this before reading it; the first :meth:`append` does it otherwise)."""
         self._writer.open()
 
+    def hold(self) -> None:
+        """Lock the study folder as a run does (an exclusive ``flock``), not opening the
+        journal: no repair, no write."""
+        if self._held is None:
+            fd = locked(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0),
+                        fcntl.LOCK_EX | fcntl.LOCK_NB, f"{self.root}: cannot open the study")
+            if fd is None:
+                raise StudyError(f"{self.root}: {BUSY_COPY}")
+            self._held = fd
+
     def append(self, record: Any) -> None:
         """Append one record (anything with ``to_json()``); it is on disk on return.  A
         baseline the journal holds already is not appended: shared, that is checked under
@@ -182,6 +194,9 @@ class StudyStore(Storage):
         process; every record appended is already on disk."""
         self._writer.close()
         self._workers.close()
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
     def _scan(self) -> Scan:
         """The journal as read now: the lines appended since the last read parsed, or the
