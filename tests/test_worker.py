@@ -677,3 +677,26 @@ def test_copy_study_refuses_a_study_being_swept(sweeping, storage, tmp_path, mon
     assert not (tmp_path / "copies" / name).exists()
     assert main(copy) == 0
     assert len(open_storage(None, tmp_path / "copies" / name).records()[0]) == 3
+
+
+def test_a_copy_into_a_database_another_process_is_making_the_study_in_is_told_so(
+        postgres_url, tmp_path, monkeypatch, capsys):
+    """Two copies of one name into one database at once: the second is refused saying
+    what copy-study can do (another --to), never `--study NEW`, which it does not take."""
+    monkeypatch.chdir(ROOT)
+    name = f"racing{uuid.uuid4().hex[:8]}"
+    assert main(["run", *SPACE, "--study", name, "--studies-dir", str(tmp_path), "--quiet",
+                 "--no-report", "--trials", "2"]) == 0
+    capsys.readouterr()
+    other = open_storage(postgres_url, tmp_path / "elsewhere" / name)
+    other.open_journal()                    # another copy of that name, under way
+    try:
+        assert main(["copy-study", name, "--studies-dir", str(tmp_path),
+                     "--to", postgres_url]) == 2
+    finally:
+        other.close()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert f"another sweeper process is making a study {name!r} there" in err
+    assert "--to another database" in err and "--study" not in err
+    assert not open_storage(postgres_url, tmp_path / name).exists()

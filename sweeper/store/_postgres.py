@@ -253,8 +253,12 @@ class PostgresStore(Storage):
         """See :meth:`Storage.copy_in`: the study's row and every record are inserted,
         checked as appends are, and read back in one transaction, committed only once
         they read back equal; an interruption or a failure rolls all of it back.  The
-        study is taken for this process first, as an append takes it."""
-        self._take(shared=False)
+        study is taken for this process first, as an append takes it: another process
+        making a study of this name (a copy, a run) refuses it, as a study there does."""
+        self._take(shared=False, refused=(
+            f"another sweeper process is making a study {self._name!r} there (a copy or a "
+            "run); give --to another database, or let it finish (the copy keeps the study's "
+            "name)"))
         with self.engine.begin() as c:
             if not self._add(c, meta):
                 raise self.taken()
@@ -295,20 +299,20 @@ class PostgresStore(Storage):
 
     def hold(self) -> None:
         """Take the study's advisory lock for this process alone, as a run does."""
-        self._hold(None, sa.func.pg_try_advisory_lock(lock_key("sweeper-study", self._name)),
-                   BUSY_COPY)
+        self._take(shared=False, refused=BUSY_COPY)
 
     def share(self) -> None:
         """Take the study's advisory lock shared with other workers."""
         self._take(shared=True)
 
-    def _take(self, *, shared: bool) -> None:
+    def _take(self, *, shared: bool, refused: str | None = None) -> None:
         """Hold the study's session advisory lock on a connection of its own (detached
         from the pool: closing it ends the session, and with it the lock); a lock this
-        store holds already, either way, is kept as it is."""
+        store holds already, either way, is kept as it is.  Where another session holds
+        it, a StudyError saying ``refused`` (by default what a worker or a run is told)."""
         take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
         self._hold(None, take(lock_key("sweeper-study", self._name)),
-                   BUSY_RUN if shared else busy())
+                   refused or (BUSY_RUN if shared else busy()))
 
     def _hold(self, what: str | None, lock: Any, refused: str) -> None:
         """Take the advisory lock ``lock`` (of the study, ``what`` None, or of the worker id
