@@ -180,20 +180,28 @@ def test_a_worker_parses_each_line_of_a_shared_journal_about_once(tmp_path, monk
                                                                   capsys):
     """A worker reads the shared journal at each claim and each append (other workers
     append to it): each read parses only the lines appended since, so a sweep parses each
-    line a bounded number of times, not every line again for each trial."""
+    line a bounded number of times, not every line again for each trial; also past a line
+    set aside, which workers never repair."""
     import sweeper.store._journal as journal
     from sweeper.cli import main
 
     monkeypatch.chdir(ROOT)
     table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+    worker = ["worker", "spaces/copy.yaml", "--device", f"replay:{table}", "--study", "w",
+              "--studies-dir", str(tmp_path)]
+    assert main([*worker, "--trials", "3"]) == 0
+    with (tmp_path / "w" / "trials.jsonl").open("ab") as journal_file:
+        journal_file.write(b"garbage\n")
+    capsys.readouterr()
     parsed = []
     parse_line = journal.parse_line
     monkeypatch.setattr(journal, "parse_line",
                         lambda text, kept=True: parsed.append(1) or parse_line(text, kept))
-    assert main(["worker", "spaces/copy.yaml", "--device", f"replay:{table}", "--study", "w",
-                 "--studies-dir", str(tmp_path)]) == 0
+    assert main(worker) == 0
     lines = len((tmp_path / "w" / "trials.jsonl").read_bytes().splitlines())
-    assert lines == 210 and "204 configs measured and kept" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert lines == 211 and "201 configs measured and kept" in out
+    assert "trials.jsonl:10: not JSON" in err
     assert len(parsed) <= 3 * lines          # it was 4 reads of the whole journal a trial
 
 

@@ -652,6 +652,16 @@ def test_a_journal_followed_as_it_grows_reads_as_the_whole_file_does(tmp_path):
         f.write(line[1] + line[5])                      # trial #1 again: set aside
     same()
     assert tail.read().bad
+    with path.open("ab") as f:
+        f.write(b"garbage\n" + line[6])                 # followed past lines set aside
+    same()
+    assert tail.read().data == path.read_bytes()        # what a repair of it rewrites
+    with path.open("ab") as f:
+        f.write(line[7][:30])                           # torn by a killed worker,
+    same()
+    with path.open("ab") as f:
+        f.write(b"\n" + line[8])                        # ended by the next one's append
+    same()
     shorter = tmp_path / "copy"
     shorter.write_bytes(line[0] + line[1] + line[2])   # a repair renames a copy over it
     os.replace(shorter, path)

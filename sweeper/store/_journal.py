@@ -175,7 +175,8 @@ def _take_lines(out: Scan, data: bytes, number: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class _Read:
     """What :class:`JournalTail` read last: the scan, the file's inode, size and time of
-    change, the axes its trials were checked against and the hash of its bytes so far."""
+    change, the axes its trials were checked against, the hash of its bytes so far and
+    whether they end a line (none is being written, or was torn)."""
 
     found: Scan
     inode: int
@@ -183,6 +184,7 @@ class _Read:
     mtime_ns: int
     axes: Axes | None
     digest: Any
+    whole_lines: bool
 
 
 class JournalTail:
@@ -193,8 +195,10 @@ class JournalTail:
     :func:`scan` of the whole file gives, a new :class:`Scan` (one handed out earlier
     never changes): it is read whole again where the file is not the one read before (a
     repair renames a copy over it), is shorter or was written over, where the last read
-    set a line aside or ended without a newline, where the new bytes do not end in one (a
-    line being written), and where the study's axes changed."""
+    ended without a newline or the new bytes do not end in one (a line being written, or
+    torn), where a line is set aside for the first time (its scan keeps the journal's
+    bytes, for the repair), and where the study's axes changed.  Workers never repair the
+    journal they share, so lines set aside before are followed past as any other."""
 
     def __init__(self, path: Path, axes: Callable[[], Axes | None]) -> None:
         self.path, self._axes = path, axes
@@ -208,8 +212,7 @@ class JournalTail:
                 st = os.fstat(file.fileno())
                 last = self._last
                 if last is not None and (last.inode, last.axes) == (st.st_ino, axes) and \
-                        last.size <= st.st_size and not last.found.bad and \
-                        not last.found.needs_newline:
+                        last.size <= st.st_size and last.whole_lines:
                     if last.size == st.st_size and last.mtime_ns == st.st_mtime_ns:
                         return last.found
                     file.seek(last.size)
@@ -226,25 +229,27 @@ class JournalTail:
                              f"{err.strerror or err}") from None
         found = scan_bytes(data, axes)
         self._last = _Read(found, st.st_ino, len(data), st.st_mtime_ns, axes,
-                           hashlib.sha256(data))
+                           hashlib.sha256(data), data.endswith(b"\n") or not data)
         return found
 
     def _follow(self, more: bytes, st: os.stat_result, axes: Axes | None) -> bool:
         """Take ``more``, whole lines appended to what was read last; false (nothing
-        taken) where one of them is set aside: the whole read keeps the journal's bytes
-        for the repair to come."""
+        taken) where the first line set aside is among them: a scan with lines set aside
+        keeps the journal's bytes (:attr:`Scan.data`), which a whole read gives."""
         assert self._last is not None
         last = self._last.found
         out = Scan(records=list(last.records), numbers=array.array("q", last.numbers),
-                   ledger=last.ledger.copy())
+                   bad=list(last.bad), ledger=last.ledger.copy())
         out.line_count, _ = _take_lines(out, more, last.line_count)
-        if out.bad:
+        if out.bad and not last.bad:
             return False
+        if out.bad:
+            out.data = last.data + more
         digest = self._last.digest.copy()
         digest.update(more)
         out.sha256 = digest.hexdigest()
         self._last = _Read(out, st.st_ino, self._last.size + len(more), st.st_mtime_ns, axes,
-                           digest)
+                           digest, True)
         return True
 
 
