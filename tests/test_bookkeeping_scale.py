@@ -8,7 +8,8 @@ measures the speed.
   labels;
 - a space is sorted out with each step of resolving run over only the labels it reads,
   with the same valid configs, reasons and places in the file as resolving each one;
-- the ruled-out configs are journaled with one fsync, not one each.
+- the ruled-out configs are journaled with one fsync, not one each;
+- a worker sharing a study's journal parses each line about once, not at every trial.
 """
 
 from __future__ import annotations
@@ -173,6 +174,35 @@ def test_ruled_out_configs_are_journaled_with_one_fsync(tmp_path, monkeypatch):
     with pytest.raises(Exception, match="trial #3 again"):
         store.append_all([records[3]])
     assert len(store.records()[0]) == 500
+
+
+def test_a_worker_parses_each_line_of_a_shared_journal_about_once(tmp_path, monkeypatch,
+                                                                  capsys):
+    """A worker reads the shared journal at each claim and each append (other workers
+    append to it): each read parses only the lines appended since, so a sweep parses each
+    line a bounded number of times, not every line again for each trial; also past a line
+    set aside, which workers never repair."""
+    import sweeper.store._journal as journal
+    from sweeper.cli import main
+
+    monkeypatch.chdir(ROOT)
+    table = ROOT / "tests" / "data" / "replay" / "h200-copy.csv"
+    worker = ["worker", "spaces/copy.yaml", "--device", f"replay:{table}", "--study", "w",
+              "--studies-dir", str(tmp_path)]
+    assert main([*worker, "--trials", "3"]) == 0
+    with (tmp_path / "w" / "trials.jsonl").open("ab") as journal_file:
+        journal_file.write(b"garbage\n")
+    capsys.readouterr()
+    parsed = []
+    parse_line = journal.parse_line
+    monkeypatch.setattr(journal, "parse_line",
+                        lambda text, kept=True: parsed.append(1) or parse_line(text, kept))
+    assert main(worker) == 0
+    lines = len((tmp_path / "w" / "trials.jsonl").read_bytes().splitlines())
+    out, err = capsys.readouterr()
+    assert lines == 211 and "201 configs measured and kept" in out
+    assert "trials.jsonl:10: not JSON" in err
+    assert len(parsed) <= 3 * lines          # it was 4 reads of the whole journal a trial
 
 
 def test_a_map_of_thousands_of_columns_is_drawn_within_the_widest_size_without_cell_text():

@@ -611,3 +611,68 @@ def test_priors_skip_an_unreadable_study_and_use_the_good_records_of_a_damaged_o
         "a JSON array, not an object; restore it, or move the study folder away",
         f"auto: study {tmp_path}/b-damaged: 2 bad line(s) in its journal set aside (line 2: "
         "not JSON (Expecting value, column 1)); its other trials are used for priors"]
+
+
+def test_a_journal_followed_as_it_grows_reads_as_the_whole_file_does(tmp_path):
+    """:class:`JournalTail` parses only what was appended since its last read, and every
+    read equals a scan of the whole file: as it grows by whole lines, by a torn line and
+    its end, by a line set aside, replaced by a shorter copy, written over at its size,
+    and checked against other axes; a read handed out before never changes."""
+    from sweeper.store._journal import JournalTail, scan
+
+    path = tmp_path / JOURNAL
+    axes = [META["axes"]]
+    tail = JournalTail(path, lambda: axes[0])
+    line = [json.dumps(trial(n).to_json()).encode() + b"\n" for n in range(10)]
+
+    def same() -> None:
+        got, whole = tail.read(), scan(path, axes[0])
+        for name in ("records", "bad", "sha256", "line_count", "needs_newline"):
+            assert getattr(got, name) == getattr(whole, name), name
+        assert list(got.numbers) == list(whole.numbers)
+        assert (got.ledger.trials, got.ledger.configs) == (whole.ledger.trials,
+                                                            whole.ledger.configs)
+
+    same()                                              # no journal yet
+    path.write_bytes(line[0] + line[1])
+    same()
+    first = tail.read()
+    held = (list(first.records), first.ledger.copy().trials)
+    with path.open("ab") as f:
+        f.write(line[2] + line[3])
+    same()
+    assert (first.records, first.ledger.trials) == held     # an earlier read unchanged
+    with path.open("ab") as f:
+        f.write(line[4][:20])                           # a line being written
+    same()
+    with path.open("ab") as f:
+        f.write(line[4][20:])
+    same()
+    with path.open("ab") as f:
+        f.write(line[1] + line[5])                      # trial #1 again: set aside
+    same()
+    assert tail.read().bad
+    with path.open("ab") as f:
+        f.write(b"garbage\n" + line[6])                 # followed past lines set aside
+    same()
+    assert tail.read().data == path.read_bytes()        # what a repair of it rewrites
+    with path.open("ab") as f:
+        f.write(line[7][:30])                           # torn by a killed worker,
+    same()
+    with path.open("ab") as f:
+        f.write(b"\n" + line[8])                        # ended by the next one's append
+    same()
+    shorter = tmp_path / "copy"
+    shorter.write_bytes(line[0] + line[1] + line[2])   # a repair renames a copy over it
+    os.replace(shorter, path)
+    same()
+    with path.open("ab") as f:
+        f.write(line[3])
+    same()
+    data = path.read_bytes()
+    time.sleep(0.01)
+    path.write_bytes(data.replace(b'"number":3', b'"number":7'))   # the same size
+    same()
+    axes[0] = {**META["axes"], "block": ["32", "64"]}  # trials of block 128, 256 set aside
+    same()
+    assert tail.read().bad

@@ -57,6 +57,8 @@ def one_line(err: str) -> str:
     f"postgresql://u:{SECRET}@host/db?connect_timeout=soon",
     f"postgres://u@host/db?password={SECRET}&bogus=1",
     f"mysql://u:{SECRET}@host/db",
+    f"postgresql://u:{SECRET}@/db?host=/nowhere&port=notaport",     # a socket's port
+    f"postgresql://u:{SECRET}@/db?host=/a,/b,/c&port=1,2",
 ])
 def test_a_malformed_url_is_one_line_and_writes_nothing(url, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
@@ -324,6 +326,27 @@ def test_a_database_that_does_not_exist_is_bad_input_not_a_failure_to_retry(
     assert line.startswith("sweeper: postgresql://sweeper:***@") and "/nodb" in line
     assert 'database "nodb" does not exist' in line
     assert line.endswith("; check the URL's database, user and password")
+    assert "run the same command again" not in line and not studies.exists()
+
+
+@pytest.mark.parametrize("parameter, says", [
+    ("port=99999", 'invalid port number: "99999"'),
+    ("sslmode=bogus", 'invalid sslmode value: "bogus"'),
+    ("options=-c%20statement_timeout%3Dsoon", 'parameter "statement_timeout": "soon"'),
+    ("options=-c%20statment_timeout%3D5min", 'parameter "statment_timeout"')])
+def test_a_parameter_the_driver_or_server_refuses_is_bad_input_not_a_failure_to_retry(
+        parameter, says, postgres_url, tmp_path, monkeypatch, capsys):
+    """A parameter's value libpq refuses before trying a host, or a server setting the
+    server refuses (a typo in README's ``options=-c statement_timeout=5min``), is the URL's
+    fault: exit 2, nothing written, never "run the same command again"."""
+    monkeypatch.chdir(ROOT)
+    url = with_password(postgres_url)
+    url = url.replace("port=5432", parameter) if parameter.startswith("port=") else \
+        f"{url}&{parameter}"
+    studies = tmp_path / "studies"
+    assert main(["run", *SPACE, "--storage", url, "--studies-dir", str(studies)]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith("sweeper: postgresql://sweeper:***@") and says in line, line
     assert "run the same command again" not in line and not studies.exists()
 
 

@@ -604,3 +604,99 @@ def test_copy_study_counts_the_lines_it_left_out(bad, says, tmp_path, monkeypatc
     capsys.readouterr()
     assert main(["copy-study", str(journal.parent), "--to", str(tmp_path / "b")]) == 0
     assert capsys.readouterr().err.splitlines()[-1] == f"sweeper: {says.format(journal)}"
+
+
+def test_a_worker_that_lost_its_claim_counts_only_the_trials_it_kept(storage, tmp_path,
+                                                                      monkeypatch, capsys):
+    """A worker stalled past its lease (suspended, cut off) finds its config measured and
+    kept by another: its own trial is not the study's, so neither its count of configs
+    "measured and kept" nor its summary has it, as for a config another worker recorded
+    before it was proposed here."""
+    import dataclasses
+
+    from sweeper.store import Claim
+    from sweeper.store._base import claim_key
+    from sweeper.sweep._claims import Claims
+
+    monkeypatch.chdir(ROOT)
+    name = f"stalled{uuid.uuid4().hex[:8]}"
+    spec = storage[1] if storage else None
+    other: list[Any] = []
+    keep, lease_s = Claims.keep, 0.3
+
+    def keep_after_a_stall(self, key, record):
+        if record.number == 1:          # stalled past its lease; "other" takes the config
+            text = claim_key(key, self.source)
+            stop, beat = self._beats[text]
+            stop.set()
+            beat.join()
+            time.sleep(lease_s * 2)
+            other.append(open_storage(spec, tmp_path / name))
+            other[0].share()
+            assert other[0].claim(text, "other", 60.0) is Claim.TAKEN
+            theirs = dataclasses.replace(record, samples_ms=list(record.samples_ms))
+            assert other[0].record_claimed(text, "other", theirs) is not None
+        return keep(self, key, record)
+
+    monkeypatch.setattr(Claims, "keep", keep_after_a_stall)
+    assert main(["worker", *SPACE, *storage, "--study", name, "--studies-dir",
+                 str(tmp_path), "--worker-id", "a", "--lease", f"{lease_s}s",
+                 "--trials", "4"]) == 0
+    out = capsys.readouterr().out
+    trials = open_storage(spec, tmp_path / name).records()[0]
+    assert sorted(Counter(t.key() for t in trials).values()) == [1] * len(trials)
+    assert len(trials) == 4
+    assert "worker a: 3 configs measured and kept" in out, out
+    last = open_storage(spec, tmp_path / name).meta()["last_run"]
+    assert last["measured"] == 3
+
+
+@pytest.mark.parametrize("sweeping", ["run", "worker"])
+def test_copy_study_refuses_a_study_being_swept(sweeping, storage, tmp_path, monkeypatch,
+                                                capsys):
+    """A copy made while a run or workers append would miss the trials they measure next,
+    and the copy says "read back equal" of a study that is not done: it is refused until
+    they finish (exit 2, nothing copied), and no run or worker starts while it copies."""
+    monkeypatch.chdir(ROOT)
+    name = f"busycopy{uuid.uuid4().hex[:8]}"
+    spec = storage[1] if storage else None
+    common = [*storage, "--study", name, "--studies-dir", str(tmp_path / "studies")]
+    assert main(["worker", *SPACE, *common, "--worker-id", "a", "--trials", "3"]) == 0
+    holder = open_storage(spec, tmp_path / "studies" / name)
+    holder.open_journal() if sweeping == "run" else holder.share()
+    capsys.readouterr()
+    copy = ["copy-study", name, *storage, "--studies-dir", str(tmp_path / "studies"),
+            "--to", str(tmp_path / "copies")]
+    try:
+        assert main(copy) == 2
+    finally:
+        holder.close()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert "let them finish, then copy it" in err
+    assert not (tmp_path / "copies" / name).exists()
+    assert main(copy) == 0
+    assert len(open_storage(None, tmp_path / "copies" / name).records()[0]) == 3
+
+
+def test_a_copy_into_a_database_another_process_is_making_the_study_in_is_told_so(
+        postgres_url, tmp_path, monkeypatch, capsys):
+    """Two copies of one name into one database at once: the second is refused saying
+    what copy-study can do (another --to), never `--study NEW`, which it does not take."""
+    monkeypatch.chdir(ROOT)
+    name = f"racing{uuid.uuid4().hex[:8]}"
+    assert main(["run", *SPACE, "--study", name, "--studies-dir", str(tmp_path), "--quiet",
+                 "--no-report", "--trials", "2"]) == 0
+    capsys.readouterr()
+    other = open_storage(postgres_url, tmp_path / "elsewhere" / name)
+    other.open_journal()                    # another copy of that name, under way
+    try:
+        assert main(["copy-study", name, "--studies-dir", str(tmp_path),
+                     "--to", postgres_url]) == 2
+    finally:
+        other.close()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert f"another sweeper process is making a study {name!r} there" in err
+    assert "--to another database" in err and "--study" not in err
+    assert not open_storage(postgres_url, tmp_path / name).exists()

@@ -254,6 +254,13 @@ class Storage(ABC):
         StudyError (:func:`~sweeper.store._claims_file.busy`) while another process holds it."""
 
     @abstractmethod
+    def hold(self) -> None:
+        """Take the study for this process, as a run does, without writing to it: no run
+        or worker appends while it is read whole (a copy).  A StudyError
+        (``_claims_file.BUSY_COPY``) while a run or a worker holds it; :meth:`close` lets
+        it go."""
+
+    @abstractmethod
     def share(self) -> None:
         """Open the study for appending alongside other workers (``sweeper worker``); a
         StudyError (``_claims_file.BUSY_RUN``) while a run holds it."""

@@ -40,6 +40,9 @@ CLAIMS = "claims.json"
 LOCK = ".claims.lock"
 #: Why a worker is refused where a run holds the study, whichever store holds it.
 BUSY_RUN = "a `sweeper run` holds this study; let it finish, then start the workers"
+#: Why a copy is refused where a run or workers hold the study, whichever store holds it.
+BUSY_COPY = ("a `sweeper run` or `sweeper worker`s are sweeping this study; let them finish, "
+             "then copy it (a copy now would miss the trials they measure next)")
 
 
 def busy() -> str:

@@ -150,19 +150,107 @@ def scan_bytes(data: bytes, axes: Axes | None = None) -> Scan:
     """Check a journal's bytes line by line (see the module docstring for what is kept and
     what is set aside); the journal's hash is recorded with them."""
     out = Scan(sha256=hashlib.sha256(data).hexdigest(), ledger=Ledger(axes))
-    start = number = 0
-    # one line at a time, each freed once read: the records parsed meanwhile do not sit
-    # between a whole journal's line copies, which would hold its size in memory after
-    while (end := data.find(b"\n", start)) >= 0:
-        number += 1
-        _take(out, number, data[start:end], torn=False)
-        start = end + 1
+    number, start = _take_lines(out, data, 0)
     tail = data[start:]                    # b"" when the journal ends with a newline
     out.line_count = number + (1 if tail else 0)
     out.needs_newline = _take(out, number + 1, tail, torn=True) if tail.strip() else bool(tail)
     if out.bad:
         out.data = data
     return out
+
+
+def _take_lines(out: Scan, data: bytes, number: int) -> tuple[int, int]:
+    """File each line of ``data`` that ends in a newline, numbered on from ``number``;
+    the last line's number and where the bytes after it start."""
+    start = 0
+    # one line at a time, each freed once read: the records parsed meanwhile do not sit
+    # between a whole journal's line copies, which would hold its size in memory after
+    while (end := data.find(b"\n", start)) >= 0:
+        number += 1
+        _take(out, number, data[start:end], torn=False)
+        start = end + 1
+    return number, start
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What :class:`JournalTail` read last: the scan, the file's inode, size and time of
+    change, the axes its trials were checked against, the hash of its bytes so far and
+    whether they end a line (none is being written, or was torn)."""
+
+    found: Scan
+    inode: int
+    size: int
+    mtime_ns: int
+    axes: Axes | None
+    digest: Any
+    whole_lines: bool
+
+
+class JournalTail:
+    """One journal as last read, followed as it grows: a read parses only the lines
+    appended since the read before.  Workers sharing a study read it at each claim and
+    each append; read whole every time, each trial cost every line of the study, and a
+    shared sweep's bookkeeping grew with the square of its trials.  Each read is what
+    :func:`scan` of the whole file gives, a new :class:`Scan` (one handed out earlier
+    never changes): it is read whole again where the file is not the one read before (a
+    repair renames a copy over it), is shorter or was written over, where the last read
+    ended without a newline or the new bytes do not end in one (a line being written, or
+    torn), where a line is set aside for the first time (its scan keeps the journal's
+    bytes, for the repair), and where the study's axes changed.  Workers never repair the
+    journal they share, so lines set aside before are followed past as any other."""
+
+    def __init__(self, path: Path, axes: Callable[[], Axes | None]) -> None:
+        self.path, self._axes = path, axes
+        self._last: _Read | None = None
+
+    def read(self) -> Scan:
+        """The journal's records and bad lines as they are now."""
+        axes = self._axes()
+        try:
+            with open(self.path, "rb") as file:
+                st = os.fstat(file.fileno())
+                last = self._last
+                if last is not None and (last.inode, last.axes) == (st.st_ino, axes) and \
+                        last.size <= st.st_size and last.whole_lines:
+                    if last.size == st.st_size and last.mtime_ns == st.st_mtime_ns:
+                        return last.found
+                    file.seek(last.size)
+                    more = file.read()
+                    if more.endswith(b"\n") and self._follow(more, st, axes):
+                        return self._last.found      # type: ignore[union-attr]
+                    file.seek(0)
+                data = file.read()
+        except FileNotFoundError:
+            self._last = None
+            return Scan(ledger=Ledger(axes))
+        except OSError as err:
+            raise StudyError(f"{self.path}: cannot read the journal: "
+                             f"{err.strerror or err}") from None
+        found = scan_bytes(data, axes)
+        self._last = _Read(found, st.st_ino, len(data), st.st_mtime_ns, axes,
+                           hashlib.sha256(data), data.endswith(b"\n") or not data)
+        return found
+
+    def _follow(self, more: bytes, st: os.stat_result, axes: Axes | None) -> bool:
+        """Take ``more``, whole lines appended to what was read last; false (nothing
+        taken) where the first line set aside is among them: a scan with lines set aside
+        keeps the journal's bytes (:attr:`Scan.data`), which a whole read gives."""
+        assert self._last is not None
+        last = self._last.found
+        out = Scan(records=list(last.records), numbers=array.array("q", last.numbers),
+                   bad=list(last.bad), ledger=last.ledger.copy())
+        out.line_count, _ = _take_lines(out, more, last.line_count)
+        if out.bad and not last.bad:
+            return False
+        if out.bad:
+            out.data = last.data + more
+        digest = self._last.digest.copy()
+        digest.update(more)
+        out.sha256 = digest.hexdigest()
+        self._last = _Read(out, st.st_ino, self._last.size + len(more), st.st_mtime_ns, axes,
+                           digest, True)
+        return True
 
 
 def _take(out: Scan, number: int, text: bytes, *, torn: bool) -> bool:
@@ -251,10 +339,13 @@ def warn_bad(path: Path, bad: list[BadLine], outcome: str) -> None:
 class JournalWriter:
     """Appends records to one study's journal: opened (locked, repaired) by a run."""
 
-    def __init__(self, root: Path, axes: Callable[[], Axes | None] = lambda: None) -> None:
+    def __init__(self, root: Path, axes: Callable[[], Axes | None] = lambda: None,
+                 tail: JournalTail | None = None) -> None:
         self.root = root
         self.path = root / JOURNAL
         self._axes = axes                  # the study's, read again at each open and append
+        #: the journal as read, shared with the store's readers: appended to by others
+        self._tail = tail or JournalTail(self.path, axes)
         self._fds: list[int] = []          # the folder lock, then the journal
         self._finalizer = weakref.finalize(self, _close_all, self._fds)
         self._mutex = threading.Lock()     # a watchdog thread may append too
@@ -328,8 +419,8 @@ class JournalWriter:
             yield
             return
         with self._shared.held():
-            found = scan(self.path, self._axes())
-            self._ledger, self._lines = found.ledger, found.line_count
+            found = self._tail.read()
+            self._ledger, self._lines = found.ledger.copy(), found.line_count
             if found.needs_newline or (found.bad and found.bad[-1].reason == TORN):
                 self._write(b"\n")
             yield

@@ -97,6 +97,13 @@ class Ledger:
         self._labels = None if axes is None else {name: frozenset(labels)
                                                   for name, labels in axes.items()}
 
+    def copy(self) -> Ledger:
+        """A ledger counting what this one counts, to count more in without changing it."""
+        out = Ledger()
+        out._axes, out._labels = self._axes, self._labels
+        out.trials, out.configs = dict(self.trials), dict(self.configs)
+        return out
+
     def problem(self, data: dict[str, Any]) -> str | None:
         """Why ``data`` (a record :func:`~sweeper.store._schema.record_problem` passed)
         cannot follow the records counted so far, or ``None``."""

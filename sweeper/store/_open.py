@@ -53,14 +53,18 @@ def copy_study(source: Storage, target: Storage) -> int:
     :func:`~sweeper.store._meta.named`), verified by reading it back; returns the records
     copied.  All or nothing (:meth:`Storage.copy_in`): a copy interrupted leaves no study in
     ``target``, so running it again completes it.  A source journal's bad lines are not
-    records and are not copied (a warning names them)."""
+    records and are not copied (a warning names them).  The source is held while it is
+    read (:meth:`Storage.hold`): a study a run or workers are sweeping is refused, and
+    none starts on it until the copy is made."""
     if not source.exists():
         raise StudyError(f"{source.location}: no study to copy")
     if target.exists():
         raise target.taken()
-    meta, records = named(source.meta(), target.name), source.raw_records()
     try:
+        source.hold()
+        meta, records = named(source.meta(), target.name), source.raw_records()
         target.copy_in(meta, records, source.location)
     finally:
         target.close()
+        source.close()
     return len(records)

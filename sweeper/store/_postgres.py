@@ -40,6 +40,7 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -52,7 +53,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
 from sweeper.store._base import Storage, check_copied, counts, kept_once, record_key
-from sweeper.store._claims_file import BUSY_RUN, Held, busy, worker_taken
+from sweeper.store._claims_file import BUSY_COPY, BUSY_RUN, Held, busy, worker_taken
 from sweeper.store._journal import Scan, encode_record, scan_bytes
 from sweeper.store._ledger import Ledger, study_axes
 from sweeper.store._meta import checked_meta
@@ -124,15 +125,33 @@ def _on_error(url: str, context: sa.engine.ExceptionContext) -> None:
     if context.connection is None and _refused(error):
         raise SweeperError(f"{mask_url(url)}: the database refuses the connection: "
                            f"{reason}; check the URL's database, user and password")
+    if context.connection is None and (isinstance(error, psycopg.ProgrammingError) or
+                                       _malformed(error, reason)):
+        raise SweeperError(f"{mask_url(url)}: the database driver refuses it: {reason}; "
+                           f"allowed: {SHAPE}")
     if isinstance(error, (psycopg.OperationalError, psycopg.InterfaceError)):
         what = "cannot reach the database" if context.connection is None else \
             "the database failed"
         failure = f"{mask_url(url)}: {what}: {reason}"
         raise StorageError(f"{failure}; every record appended before is kept there (run the "
                            "same command again to go on)", failure=failure)
-    if isinstance(error, psycopg.ProgrammingError) and context.connection is None:
-        raise SweeperError(f"{mask_url(url)}: the database driver refuses it: {reason}; "
-                           f"allowed: {SHAPE}")
+
+
+#: libpq's refusal of a connection parameter's value before it tries any host
+#: (``invalid port number: "99999"``, ``invalid sslmode value: "x"``), as psycopg words it,
+#: and the server's refusal of a setting in the URL's ``options`` (``-c
+#: statement_timeout=x``: invalid_parameter_value, or a name it has not: undefined_object)
+_MALFORMED = re.compile(r'(?:connection is bad: )?invalid |.*FATAL: +(?:invalid value for '
+                        r'parameter|unrecognized configuration parameter) "')
+_BAD_SETTINGS = ("22023", "42704")
+
+
+def _malformed(error: BaseException, reason: str) -> bool:
+    """Whether a connection was refused for a parameter of the URL that cannot be taken
+    (by libpq, or a server setting by the server): the URL's fault, which running again
+    cannot mend, as :func:`_refused`'s."""
+    return getattr(error, "sqlstate", None) in _BAD_SETTINGS or \
+        _MALFORMED.match(reason) is not None
 
 
 #: The server's answers to a connection that name its database, user or password wrong
@@ -234,8 +253,12 @@ class PostgresStore(Storage):
         """See :meth:`Storage.copy_in`: the study's row and every record are inserted,
         checked as appends are, and read back in one transaction, committed only once
         they read back equal; an interruption or a failure rolls all of it back.  The
-        study is taken for this process first, as an append takes it."""
-        self._take(shared=False)
+        study is taken for this process first, as an append takes it: another process
+        making a study of this name (a copy, a run) refuses it, as a study there does."""
+        self._take(shared=False, refused=(
+            f"another sweeper process is making a study {self._name!r} there (a copy or a "
+            "run); give --to another database, or let it finish (the copy keeps the study's "
+            "name)"))
         with self.engine.begin() as c:
             if not self._add(c, meta):
                 raise self.taken()
@@ -274,17 +297,22 @@ class PostgresStore(Storage):
         """Take the study's advisory lock for this process alone (``sweeper run``)."""
         self._take(shared=False)
 
+    def hold(self) -> None:
+        """Take the study's advisory lock for this process alone, as a run does."""
+        self._take(shared=False, refused=BUSY_COPY)
+
     def share(self) -> None:
         """Take the study's advisory lock shared with other workers."""
         self._take(shared=True)
 
-    def _take(self, *, shared: bool) -> None:
+    def _take(self, *, shared: bool, refused: str | None = None) -> None:
         """Hold the study's session advisory lock on a connection of its own (detached
         from the pool: closing it ends the session, and with it the lock); a lock this
-        store holds already, either way, is kept as it is."""
+        store holds already, either way, is kept as it is.  Where another session holds
+        it, a StudyError saying ``refused`` (by default what a worker or a run is told)."""
         take = sa.func.pg_try_advisory_lock_shared if shared else sa.func.pg_try_advisory_lock
         self._hold(None, take(lock_key("sweeper-study", self._name)),
-                   BUSY_RUN if shared else busy())
+                   refused or (BUSY_RUN if shared else busy()))
 
     def _hold(self, what: str | None, lock: Any, refused: str) -> None:
         """Take the advisory lock ``lock`` (of the study, ``what`` None, or of the worker id

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -29,8 +30,8 @@ from sweeper.fsio import (
     write_error,
 )
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
-from sweeper.store._claims_file import ClaimsFile, StudyLock, WorkerLocks
-from sweeper.store._journal import JOURNAL, JournalWriter, Scan, read_bytes, scan
+from sweeper.store._claims_file import BUSY_COPY, ClaimsFile, StudyLock, WorkerLocks, locked
+from sweeper.store._journal import JOURNAL, JournalTail, JournalWriter, Scan, read_bytes
 from sweeper.store._ledger import Axes, study_axes
 from sweeper.store._meta import checked_meta
 from sweeper.store._records import TrialRecord
@@ -48,13 +49,14 @@ class StudyStore(Storage):
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self._writer = JournalWriter(self.root, self._axes)
-        self._read: tuple[Any, Scan] | None = None
+        self._tail = JournalTail(self.root / JOURNAL, self._axes)
+        self._writer = JournalWriter(self.root, self._axes, self._tail)
         self._axes_read: tuple[Any, Axes | None] | None = None
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
         self._workers = WorkerLocks(self.root, self._lock)
         self._shared = False
+        self._held: int | None = None        # the folder's lock :meth:`hold` took
 
     @property
     def name(self) -> str:
@@ -160,6 +162,16 @@ class StudyStore(Storage):
         does this before reading it; the first :meth:`append` does it otherwise)."""
         self._writer.open()
 
+    def hold(self) -> None:
+        """Lock the study folder as a run does (an exclusive ``flock``), not opening the
+        journal: no repair, no write."""
+        if self._held is None:
+            fd = locked(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0),
+                        fcntl.LOCK_EX | fcntl.LOCK_NB, f"{self.root}: cannot open the study")
+            if fd is None:
+                raise StudyError(f"{self.root}: {BUSY_COPY}")
+            self._held = fd
+
     def append(self, record: Any) -> None:
         """Append one record (anything with ``to_json()``); it is on disk on return.  A
         baseline the journal holds already is not appended: shared, that is checked under
@@ -182,13 +194,15 @@ class StudyStore(Storage):
         process; every record appended is already on disk."""
         self._writer.close()
         self._workers.close()
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
 
     def _scan(self) -> Scan:
-        """The journal as last read, read again if it or ``study.json`` changed since."""
-        key = (_stat(self.journal_path), _stat(self.root / META))
-        if key[0] is None or self._read is None or self._read[0] != key:
-            self._read = (key, scan(self.journal_path, self._axes()))
-        return self._read[1]
+        """The journal as read now: the lines appended since the last read parsed, or the
+        whole of it where it was replaced or the study's axes changed
+        (:class:`~sweeper.store._journal.JournalTail`)."""
+        return self._tail.read()
 
     def _axes(self) -> Axes | None:
         """The study's axes and labels (:func:`study_axes`), read again when ``study.json``
@@ -221,12 +235,11 @@ class StudyStore(Storage):
 
     def _kept(self, claims: ClaimsFile, key: str) -> Iterator[dict[str, Any]]:
         """The journal's records of ``key``."""
-        return (d for d in scan(self.journal_path, self._axes()).records
-                if record_key(d) == key)
+        return (d for d in self._scan().records if record_key(d) == key)
 
     def _append_next(self, claims: ClaimsFile, record: TrialRecord) -> TrialRecord:
         """Append ``record`` under the next trial number the journal has not recorded."""
-        trials = scan(self.journal_path, self._axes()).ledger.trials
+        trials = self._scan().ledger.trials
         kept = dataclasses.replace(record, number=max(trials, default=-1) + 1)
         self.append(kept)
         return kept

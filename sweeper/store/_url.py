@@ -58,7 +58,8 @@ def mask_url(url: str) -> str:
 
 def database_url(url: str) -> sa.URL:
     """``url`` parsed, checked as far as it can be without connecting: a port that is
-    a number from 1 to 65535, one ``@`` before the host, only parameters libpq takes.
+    a number from 1 to 65535, one ``@`` before the host, only parameters libpq takes,
+    and ``host``/``port`` parameters the engine can read.
     Anything else is refused in one line that shows it masked."""
     import sqlalchemy as sa
 
@@ -87,6 +88,12 @@ def database_url(url: str) -> sa.URL:
     if unknown:
         raise refuse(f"libpq takes no parameter {unknown[0]!r} (it takes "
                      f"{', '.join(sorted(known))})")
+    from sqlalchemy.dialects.postgresql.psycopg import dialect
+
+    try:     # its ?host=/run/pg&port=5432 parameters, as the engine reads them
+        dialect().create_connect_args(parsed)
+    except sa.exc.ArgumentError as err:
+        raise refuse(f"its parameters do not read as hosts and ports ({err})") from None
     return parsed
 
 

@@ -631,12 +631,19 @@ class Sweep:
         if claim is Claim.HELD:     # another live worker measures it
             run.held[key] = Held(choice, trials)
             return None
-        with run.timeline.phases.on("tell"):   # another worker recorded it
+        self._recorded_elsewhere(run, key, trials)
+        return None
+
+    @staticmethod
+    def _recorded_elsewhere(run: Run, key: tuple[str, ...],
+                            trials: list[optuna.trial.Trial | int]) -> None:
+        """Another worker recorded the config of ``key``: its ``trials`` are told failed
+        here (it is not this worker's to learn from), and the trial budget counts it."""
+        with run.timeline.phases.on("tell"):
             for trial in trials:
                 run.study.tell(trial, state=TrialState.FAIL)
         run.budgets.measured += 1
         run.elsewhere.add(key)
-        return None
 
     def _take_over(self, run: Run) -> Job | str:
         """Ask again for the configs other workers hold: the first one free now (its holder
@@ -651,11 +658,7 @@ class Sweep:
             del run.held[key]
             if claim is Claim.TAKEN:
                 return self._job(run, held.choice, held.trials)
-            with run.timeline.phases.on("tell"):
-                for trial in held.trials:
-                    run.study.tell(trial, state=TrialState.FAIL)
-            run.budgets.measured += 1
-            run.elsewhere.add(key)
+            self._recorded_elsewhere(run, key, held.trials)
         return "" if run.held else COMPLETE
 
     def _job(self, run: Run, choice: Choice, trials: list[optuna.trial.Trial | int]) -> Job:
@@ -695,7 +698,10 @@ class Sweep:
         """Keep ``job``'s outcome: the records measuring added, then the trial's; tell the
         sampler; count it; journal and report it (deferred: see :mod:`._outbox`).  A
         worker the trial lost is replaced, or its GPU dropped (:mod:`._drop`); in this
-        process the trial is kept, then ContextLost ends it.  Once the kernel's source
+        process the trial is kept, then ContextLost ends it.  Shared with other workers,
+        a trial whose claim was lost (this worker stalled past its lease) is not kept:
+        the config is the worker's that took it over, as one recorded before it was
+        proposed here (:meth:`_recorded_elsewhere`).  Once the kernel's source
         was edited (:attr:`Run.edited`) no outcome is kept: its trial may have been
         compiled from the edited text, not the source the study records."""
         if self._source_moved(run, outcome.edited):
@@ -709,7 +715,16 @@ class Sweep:
         self._keep_extras(run, outcome.extras)
         if self.claims is not None:     # the record keeps the number its claim gives it
             with run.timeline.phases.on("journal"):
-                record = self._record(record) or record    # None: the claim was lost
+                kept = self._record(record)
+            if kept is None:    # the claim was lost: the config is another worker's
+                self._recorded_elsewhere(run, key_of(job.choice),
+                                         run.waiting.pop(key_of(job.choice), []))
+                run.outbox.kept(at_once=outcome.lost)
+                if outcome.lost and worker is not None:
+                    with run.timeline.phases.on("restart"):
+                        run.workers.replace(worker, record)
+                return
+            record = kept
         else:
             run.outbox.journal(record)
         key = record.key()
