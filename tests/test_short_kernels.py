@@ -716,6 +716,21 @@ def test_every_config_refused_says_why_nothing_was_measured(tmp_path, write_spac
      "SweeperError: the launch of kernel default_warps ran scale_kernel with num_warps=4 "
      "(Triton's default: the launch gave none), not the config's block of 32 threads "
      "(num_warps=1): pass num_warps=config.num_warps"),
+    ("heuristic_own_grid", {"grid": ["1", "cdiv(n, BLOCK)"]},
+     "SweeperError: the launch of kernel heuristic_own_grid ran _scale_even on 4 programs, "
+     "never on the config's grid of 1: pass (config.grid,) as the grid "
+     "(fn[(config.grid,)](...)), or sweep the grid the launch computes as params.grid (an "
+     "expression, e.g. \"cdiv(n, BLOCK)\")"),
+    ("heuristic_default_warps", {"block": [32, 128]},
+     "SweeperError: the launch of kernel heuristic_default_warps ran _scale_even with "
+     "num_warps=4 (Triton's default: the launch gave none), not the config's block of 32 "
+     "threads (num_warps=1): pass num_warps=config.num_warps"),
+    ("tuned_by_triton", {"block": [64, 128]},
+     "SweeperError: the launch of kernel tuned_by_triton ran _scale_even with num_warps=2, "
+     "not the config's block of 128 threads (num_warps=4): pass num_warps=config.num_warps"
+     "; _scale_even was launched through its @triton.autotune, which runs the config it "
+     "chose, not the swept one: launch _scale_even.fn (the function it wraps) and name the "
+     "autotuner with autotuned= to sweep its configs"),
 ])
 def test_a_launch_that_ignores_the_configs_grid_or_block_fails_it(kernel, params, reason,
                                                                   tmp_path, write_space):
@@ -723,7 +738,9 @@ def test_a_launch_that_ignores_the_configs_grid_or_block_fails_it(kernel, params
     name, and the winner went out with a grid it never ran on (grid=1 on a kernel of one
     block a program: the tuned launch left most of its output unwritten); a launch without
     ``num_warps`` did the same for the block.  The config whose launch ran another grid
-    or block fails with what to pass; the one it did run is measured."""
+    or block fails with what to pass; the one it did run is measured.  So through a
+    ``@triton.heuristics`` (which launches the jitted function by its ``run``, never
+    ``fn[grid]``) and a ``@triton.autotune`` (which runs the config it chose)."""
     space = write_space(json.dumps({
         "study": kernel, "kernel": f"tests.short_kernels_for_tests:{kernel}",
         "sampler": "exhaustive", "params": {"BLOCK": [256], "n": [1024], **params},
@@ -734,6 +751,32 @@ def test_a_launch_that_ignores_the_configs_grid_or_block_fails_it(kernel, params
     assert len(trials) == 2
     failed, = [t for t in trials if t.status is not TrialStatus.OK]
     assert failed.status is TrialStatus.CRASHED and failed.reason == reason, failed.reason
+
+
+def test_a_launch_through_heuristics_or_an_autotuner_is_recorded_once(monkeypatch):
+    """A ``@triton.heuristics`` launch is recorded once, with the values it adds (its
+    grid function reads them); a ``@triton.autotune`` launch once, as the config it chose
+    ran, not each config it benchmarked to choose; a compile-only launch not at all; and
+    Triton's classes are left as they were."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import triton
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    from sweeper.kernels._launched import Launched, recording
+    from tests.short_kernels_for_tests import A, _scale_even, _scale_tuned
+
+    before = {c: c.__dict__.get("run") for c in (JITFunction, InterpretedFunction, Autotuner)}
+    x = torch.ones(4096)
+    with recording() as seen:
+        _scale_even[lambda meta: (4096 // meta["BLOCK"] + meta["EVEN"] - 1,)](
+            x, 4096, A, BLOCK=1024, num_warps=2)
+        _scale_tuned[lambda meta: (triton.cdiv(4096, meta["BLOCK"]),)](x, 4096, A)
+        _scale_even.fn.warmup(x, 4096, A, BLOCK=1024, EVEN=True, grid=(4,))
+    assert seen == [Launched("_scale_even", 4, 2), Launched("_scale_even", 16, 2, True)]
+    assert torch.equal(x, torch.full((4096,), A * A))
+    assert {c: c.__dict__.get("run") for c in before} == before
 
 
 def test_a_launch_of_a_second_kernel_or_of_none_is_no_mismatch():

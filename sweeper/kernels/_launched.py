@@ -2,13 +2,15 @@
 warps: what its first launch of each config is checked against, so that a launch that
 ignores the config's grid or block (a grid lambda of its own, ``num_warps`` left out) fails
 its trial instead of measuring one launch under the names of many configs, whose winner
-would then be exported with a grid or block it never ran on."""
+would then be exported with a grid or block it never ran on.  A launch through a
+``@triton.heuristics`` or a ``@triton.autotune`` is checked as a plain one: each ends in
+the jitted function's ``run``, which is where launches are recorded."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 #: Triton's own default ``num_warps``, which a launch that passes none runs with.
@@ -19,44 +21,59 @@ TRITON_NUM_WARPS = 4
 class Launched:
     """One ``fn[grid](...)``: the function's name, its programs in x (the grid's first
     extent: a launch may add y and z of its own, ``(config.grid, heads)``; ``None`` where a
-    grid function could not be evaluated here) and its ``num_warps`` (``None`` where none
-    was given)."""
+    grid function could not be evaluated here), its ``num_warps`` (``None`` where none
+    was given) and whether a ``@triton.autotune`` chose them (its ``run``: its own best
+    config, not the one swept)."""
 
     name: str
     programs: int | None
     num_warps: int | None
+    autotuned: bool = False
 
 
 @contextmanager
 def recording() -> Iterator[list[Launched]]:
-    """Within it, every ``fn[grid](...)`` of a ``@triton.jit`` function (compiled or
-    interpreted) is recorded, then launched as ever; everything is put back after."""
+    """Within it, every launch of a ``@triton.jit`` function (compiled or interpreted) is
+    recorded, then made as ever: ``fn[grid](...)`` and one through what wraps it, a
+    ``@triton.heuristics`` (its values given) or a ``@triton.autotune`` (the config it
+    chose; the launches it benchmarks to choose are not recorded), each once, as the
+    jitted function's ``run`` is what each of them calls.  Everything is put back after."""
+    from triton.runtime.autotuner import Autotuner
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     seen: list[Launched] = []
-    saved = {cls: cls.__dict__.get("__getitem__") for cls in (JITFunction, InterpretedFunction)}
+    classes = (JITFunction, InterpretedFunction, Autotuner)
+    saved = {cls: cls.__dict__.get("run") for cls in classes}
 
     def recorded(original: Any) -> Any:
-        def getitem(fn: Any, grid: Any) -> Any:
-            launch = original(fn, grid)
-
-            def run(*args: Any, **kwargs: Any) -> Any:
+        def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if not warmup:
                 seen.append(_launched(fn, grid, args, kwargs))
-                return launch(*args, **kwargs)
-            return run
-        return getitem
+            return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+        return run
 
-    for cls in saved:
-        cls.__getitem__ = recorded(cls.__getitem__)
+    def tuned(original: Any) -> Any:
+        def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+            start = len(seen)
+            try:
+                return original(tuner, *args, **kwargs)
+            finally:            # its last launch is the one it ran; those before, its bench
+                if len(seen) > start:
+                    seen[start:] = [replace(seen[-1], autotuned=True)]
+        return run
+
+    JITFunction.run = recorded(JITFunction.run)
+    InterpretedFunction.run = recorded(InterpretedFunction.run)
+    Autotuner.run = tuned(Autotuner.run)
     try:
         yield seen
     finally:
         for cls, original in saved.items():
             if original is None:
-                del cls.__getitem__
+                del cls.run
             else:
-                cls.__getitem__ = original
+                cls.run = original
 
 
 def _launched(fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launched:
@@ -79,15 +96,21 @@ def mismatch(launched: list[Launched], grid: int, num_warps: int) -> str | None:
     """Why ``launched`` (a launch's Triton kernels) did not run the config of ``grid``
     programs and ``num_warps``: ``None`` where one of them ran on that grid and one with
     those warps (a second kernel, a split-K reduction, may run on a grid of its own), or
-    where no Triton kernel ran (a CUDA C or torch launch)."""
+    where no Triton kernel ran (a CUDA C or torch launch).  A kernel a
+    ``@triton.autotune`` launched ran the config it chose: the fix is its ``.fn``."""
     if not launched:
         return None
+    tuned = next((k.name for k in launched if k.autotuned), None)
+    instead = "" if tuned is None else (
+        f"; {tuned} was launched through its @triton.autotune, which runs the config it "
+        f"chose, not the swept one: launch {tuned}.fn (the function it wraps) and name "
+        "the autotuner with autotuned= to sweep its configs")
     if not any(k.programs in (None, grid) for k in launched):
         ran = ", ".join(f"{k.name} on {k.programs}" for k in launched)
         return (f"ran {ran} programs, never on the config's grid of {grid}: pass "
                 "(config.grid,) as the grid (fn[(config.grid,)](...)), or sweep the grid "
                 "the launch computes as params.grid (an expression, e.g. "
-                "\"cdiv(n, BLOCK)\")")
+                f"\"cdiv(n, BLOCK)\"){instead}")
     used = [TRITON_NUM_WARPS if k.num_warps is None else k.num_warps for k in launched]
     if num_warps not in used:
         given = launched[0].num_warps
@@ -95,5 +118,5 @@ def mismatch(launched: list[Launched], grid: int, num_warps: int) -> str | None:
                                          if given is None else "")
         return (f"ran {launched[0].name} with {ran}, not the config's block of "
                 f"{32 * num_warps} threads (num_warps={num_warps}): pass "
-                "num_warps=config.num_warps")
+                f"num_warps=config.num_warps{instead}")
     return None
