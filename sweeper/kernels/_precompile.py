@@ -88,10 +88,12 @@ class _Counter:
 
 @contextlib.contextmanager
 def compiling_for(target: Target) -> Iterator[_Counter]:
-    """Within it, a Triton launch (``kernel[grid](...)``) compiles for ``target`` into
-    the disk cache and launches nothing, an interpreted kernel included (its compiled
-    twin is compiled, in a language unpatched: :func:`_unpatched_language`); everything
-    is put back afterwards."""
+    """Within it, a Triton launch compiles for ``target`` into the disk cache and launches
+    nothing, an interpreted kernel included (its compiled twin is compiled, in a language
+    unpatched: :func:`_unpatched_language`): the jitted function's ``run`` is where every
+    launch ends (``kernel[grid](...)``, and one through a ``@triton.heuristics``, which
+    never calls ``kernel[grid]``), and there it is made Triton's warm-up.  Everything is
+    put back afterwards."""
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
     from triton.runtime.interpreter import InterpretedFunction
@@ -99,22 +101,25 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
 
     counter = _Counter()
     twins: dict[int, Any] = {}
+    compile_only = JITFunction.run
 
-    def warm(fn: Any, grid: Any) -> Any:
-        def run(*args: Any, **kwargs: Any) -> Any:
+    def warm(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if not warmup:
             counter.kernels += 1
-            return fn.run(*args, grid=grid, warmup=True, **kwargs)
-        return run
+        return compile_only(fn, *args, grid=grid, warmup=True, **kwargs)
 
-    saved = (driver._active, JITFunction.__getitem__, InterpretedFunction.__getitem__)
+    def warm_twin(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        return warm(_twin(fn, twins), *args, grid=grid, warmup=warmup, **kwargs)
+
+    saved = (driver._active, JITFunction.__dict__["run"], InterpretedFunction.__dict__["run"])
     named = GPUTarget(target.backend, target.arch, target.warp_size)
     # Triton's active driver stood in for: the target it was told, device 0, no stream;
     # nothing touches CUDA
     driver.set_active(SimpleNamespace(get_current_target=lambda: named,
                                       get_current_device=lambda: 0,
                                       get_current_stream=lambda device=None: 0))
-    JITFunction.__getitem__ = warm
-    InterpretedFunction.__getitem__ = lambda fn, grid: warm(_twin(fn, twins), grid)
+    JITFunction.run = warm
+    InterpretedFunction.run = warm_twin
     COMPILING[0] = True
     try:
         with _unpatched_language(twins):
@@ -122,8 +127,8 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
     finally:
         COMPILING[0] = False
         driver._active = saved[0]
-        JITFunction.__getitem__ = saved[1]
-        InterpretedFunction.__getitem__ = saved[2]
+        JITFunction.run = saved[1]
+        InterpretedFunction.run = saved[2]
 
 
 def _twin(fn: Any, twins: dict[int, Any]) -> Any:
