@@ -779,6 +779,37 @@ def test_a_launch_through_heuristics_or_an_autotuner_is_recorded_once(monkeypatc
     assert {c: c.__dict__.get("run") for c in before} == before
 
 
+def test_a_triton_function_launched_without_run_is_recorded_at_its_launch():
+    """An older interpreter's function launches by its own ``fn[grid]``, its class having
+    no ``run`` (each instance has its own): its launches go through the wrapper there,
+    once, and its class is put back."""
+    from sweeper.kernels._launched import Launched, _launched, runs_patched
+
+    ran: list[object] = []
+
+    class Older:                        # Triton 3.1's InterpretedFunction, in its ways
+        arg_names = ("x", "BLOCK")
+        __name__ = "older"
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: ran.append((args, kwargs))
+
+    seen = []
+
+    def recorded(original):
+        def run(fn, *args, grid, warmup, **kwargs):
+            seen.append(_launched(fn, grid, args, kwargs))
+            return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+        return run
+
+    before = Older.__dict__["__getitem__"]
+    with runs_patched({Older: recorded}):
+        Older()[lambda meta: (meta["BLOCK"] // 2,)](1, BLOCK=8, num_warps=2)
+    assert seen == [Launched("older", 4, 2)]
+    assert ran == [((1,), {"BLOCK": 8, "num_warps": 2})]
+    assert Older.__dict__["__getitem__"] is before and "run" not in Older.__dict__
+
+
 def test_a_launch_of_a_second_kernel_or_of_none_is_no_mismatch():
     """A split-K launch's reduction runs on a grid of its own beside the config's, a grid
     function that cannot be evaluated outside Triton says nothing, and a launch of no

@@ -8,7 +8,7 @@ the jitted function's ``run``, which is where launches are recorded."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,49 +31,87 @@ class Launched:
     autotuned: bool = False
 
 
+#: A Triton function's launch as its ``run`` takes it: ``run(fn, *args, grid=, warmup=,
+#: **kwargs)``.
+Run = Callable[..., Any]
+
+
+@contextmanager
+def runs_patched(wrappers: Mapping[type, Callable[[Run], Run]]) -> Iterator[None]:
+    """Within it, each launch of a function of each class of ``wrappers`` goes through
+    the ``run`` its wrapper makes of the launch as it was: the class's own ``run`` where it
+    has one (``fn[grid](...)``, and a ``@triton.heuristics`` or ``@triton.autotune``
+    around the function, all end there), else its own ``fn[grid]`` (an older
+    interpreter's, which launches without ``run``).  Everything is put back after."""
+    saved: list[tuple[type, str, Any]] = []
+    for cls, wrap in wrappers.items():
+        if "run" in cls.__dict__:
+            saved.append((cls, "run", cls.__dict__["run"]))
+            setattr(cls, "run", wrap(cls.__dict__["run"]))  # noqa: B010
+            continue
+        saved.append((cls, "__getitem__", cls.__dict__.get("__getitem__")))
+        getitem = getattr(cls, "__getitem__")  # noqa: B009  any class's, typed or not
+        setattr(cls, "__getitem__", _item_through(getitem, wrap))  # noqa: B010
+    try:
+        yield
+    finally:
+        for cls, name, original in reversed(saved):
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+
+
+def _item_through(getitem: Callable[[Any, Any], Any], wrap: Callable[[Run], Run]
+                  ) -> Callable[[Any, Any], Any]:
+    """A ``__getitem__`` whose ``fn[grid](...)`` goes through the ``run`` ``wrap`` makes
+    of ``getitem``'s launch (one compiling only launches nothing)."""
+    def launched(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        return None if warmup else getitem(fn, grid)(*args, **kwargs)
+
+    run = wrap(launched)
+
+    def item(fn: Any, grid: Any) -> Any:
+        return lambda *args, **kwargs: run(fn, *args, grid=grid, warmup=False, **kwargs)
+    return item
+
+
 @contextmanager
 def recording() -> Iterator[list[Launched]]:
     """Within it, every launch of a ``@triton.jit`` function (compiled or interpreted) is
-    recorded, then made as ever: ``fn[grid](...)`` and one through what wraps it, a
-    ``@triton.heuristics`` (its values given) or a ``@triton.autotune`` (the config it
-    chose; the launches it benchmarks to choose are not recorded), each once, as the
-    jitted function's ``run`` is what each of them calls.  Everything is put back after."""
+    recorded, then made as ever (:func:`runs_patched`): ``fn[grid](...)`` and one through
+    what wraps it, a ``@triton.heuristics`` (its values given) or a ``@triton.autotune``
+    (the config it chose; the launches it benchmarks to choose are not recorded), each
+    once.  Everything is put back after."""
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.interpreter import InterpretedFunction
     from triton.runtime.jit import JITFunction
 
     seen: list[Launched] = []
-    classes = (JITFunction, InterpretedFunction, Autotuner)
-    saved = {cls: cls.__dict__.get("run") for cls in classes}
 
-    def recorded(original: Any) -> Any:
+    def recorded(original: Run) -> Run:
         def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             if not warmup:
                 seen.append(_launched(fn, grid, args, kwargs))
             return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
         return run
 
-    def tuned(original: Any) -> Any:
-        def run(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-            start = len(seen)
-            try:
-                return original(tuner, *args, **kwargs)
-            finally:            # its last launch is the one it ran; those before, its bench
-                if len(seen) > start:
-                    seen[start:] = [replace(seen[-1], autotuned=True)]
-        return run
+    tuned_run = Autotuner.__dict__["run"]
 
-    JITFunction.run = recorded(JITFunction.run)
-    InterpretedFunction.run = recorded(InterpretedFunction.run)
-    Autotuner.run = tuned(Autotuner.run)
-    try:
-        yield seen
-    finally:
-        for cls, original in saved.items():
-            if original is None:
-                del cls.run
-            else:
-                cls.run = original
+    def tuned(tuner: Any, *args: Any, **kwargs: Any) -> Any:
+        start = len(seen)
+        try:
+            return tuned_run(tuner, *args, **kwargs)
+        finally:                # its last launch is the one it ran; those before, its bench
+            if len(seen) > start:
+                seen[start:] = [replace(seen[-1], autotuned=True)]
+
+    with runs_patched({JITFunction: recorded, InterpretedFunction: recorded}):
+        Autotuner.run = tuned
+        try:
+            yield seen
+        finally:
+            Autotuner.run = tuned_run
 
 
 def _launched(fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Launched:
