@@ -112,13 +112,18 @@ def modules_at(files: Iterable[Path]) -> list[str]:
 def edited_since_read(modules: Iterable[tuple[str, Path]]) -> list[Path]:
     """The files of ``modules`` (name, file) imported while :func:`imports_as_read` was
     on whose text is not the one their import read (:func:`loaded_text`): an edit since,
-    which the code this process keeps does not have.  A module imported otherwise is
-    not told (its text as imported was not kept), nor a file gone."""
+    which the code this process keeps does not have.  Each module's file is the one a
+    new process would import (:func:`module_file`, the working folder first; else the
+    one it was imported from), as the source hash a new process records reads it.  A
+    module imported otherwise is not told (its text as imported was not kept), nor a
+    file gone."""
     edited = []
     for name, path in modules:
         kept = loaded_text(sys.modules.get(name))
-        if kept is not None and path.is_file() and _text(path) != kept:
-            edited.append(path)
+        found = module_file(name)
+        now = Path(found).resolve() if found else path
+        if kept is not None and now.is_file() and _text(now) != kept:
+            edited.append(now)
     return edited
 
 
