@@ -403,6 +403,34 @@ def test_short_and_autotuned_kernels_verify_on_the_gpu(argv, tmp_path):
     assert all(t.gbps > 0 for t in trials)
 
 
+@pytest.mark.gpu
+def test_a_launch_through_heuristics_is_checked_on_the_gpu(tmp_path):
+    """On the GPU, in a fresh process (compiled ``JITFunction``s, not the interpreter's):
+    a launch through a ``@triton.heuristics`` on a grid of its own fails the config whose
+    grid it did not run and measures the one it did, as on the interpreter."""
+    import os
+    import subprocess
+    import sys
+
+    space = tmp_path / "heuristic.json"
+    space.write_text(json.dumps({
+        "study": "heuristic", "kernel": "tests.short_kernels_for_tests:heuristic_own_grid",
+        "sampler": "exhaustive",
+        "params": {"BLOCK": [256], "n": [1 << 20], "grid": ["1", "cdiv(n, BLOCK)"]}}))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(space), "--device",
+                          "cuda", "--studies-dir", str(tmp_path / "st"), "--quiet",
+                          "--no-report"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    study, = (tmp_path / "st").iterdir()
+    trials, _ = StudyStore(study).records()
+    assert sorted(t.status.value for t in trials) == ["crashed", "ok"], run.stderr
+    failed, = [t for t in trials if t.status is TrialStatus.CRASHED]
+    assert failed.reason.startswith(
+        "SweeperError: the launch of kernel heuristic_own_grid ran _scale_even on 4096 "
+        "programs, never on the config's grid of 1"), failed.reason
+
+
 def test_the_readme_shows_the_scale_example_as_it_is():
     readme = (ROOT / "README.md").read_text()
     assert f"```python\n{(ROOT / 'examples' / 'scale.py').read_text()}```" in readme
