@@ -358,22 +358,39 @@ def tuned_kernel(tuning: str | Path | None = None, *, key: Sequence[str],
     @cut_at_call           # the decorator a user applies is a call of the API too
     def decorate(fn: Any) -> TunedKernel:
         _refuse_autotuner(fn)
-        return TunedKernel(fn, table, key, name or fn.__name__, gpu,
+        return TunedKernel(fn, table, key, name or _function_name(fn), gpu,
                            measure_untuned=measure_untuned, restore=restore,
                            reset_to_zero=reset_to_zero, timer=timer, cache=cache,
                            named=name is not None)
     return decorate
 
 
+def _wrapped(fn: Any) -> list[Any]:
+    """``fn`` and what it wraps in turn (a ``@triton.heuristics``' or a
+    ``@triton.autotune``'s ``fn``), down to the ``@triton.jit`` function."""
+    chain = [fn]
+    while len(chain) < 8 and not hasattr(chain[-1], "__name__") and \
+            getattr(chain[-1], "fn", None) is not None:
+        chain.append(chain[-1].fn)
+    return chain
+
+
+def _function_name(fn: Any) -> str:
+    """The name of the function ``fn`` is or wraps (a ``@triton.heuristics`` has none of
+    its own)."""
+    return str(getattr(_wrapped(fn)[-1], "__name__", "kernel"))
+
+
 def _refuse_autotuner(fn: Any) -> None:
-    """Refuse a ``@triton.autotune`` function where a ``@triton.jit`` one is to be
-    launched with tuned configs: each launch would give the autotuner the tuned
-    meta-parameters, which Triton refuses as clashing with its own configs at the first
-    call.  Said as it decorates, with the function it wraps to decorate instead."""
+    """Refuse a ``@triton.autotune`` function, or a ``@triton.heuristics`` over one, where
+    a ``@triton.jit`` one is to be launched with tuned configs: each launch would give the
+    autotuner the tuned meta-parameters, which Triton refuses as clashing with its own
+    configs at the first call.  Said as it decorates, with the function it wraps to
+    decorate instead."""
     if not any(c.__name__ == "Autotuner" and c.__module__.startswith("triton.")
-               for c in type(fn).__mro__):
+               for wrapper in _wrapped(fn) for c in type(wrapper).__mro__):
         return
-    inner = getattr(getattr(fn, "base_fn", None), "__name__", "kernel")
+    inner = _function_name(fn)
     raise SweeperError(
         f"tuned_kernel: {inner} is a @triton.autotune function, whose own configs would "
         "clash with the tuned config's at each launch; allowed: a @triton.jit function, "

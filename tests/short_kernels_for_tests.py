@@ -236,6 +236,63 @@ def default_warps(x, config):
     scale_kernel[(config.grid,)](x, x.numel(), A, **config.meta)
 
 
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def _scale_even(x, n, a, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    """``scale_kernel`` unmasked where ``@triton.heuristics`` finds n a multiple of BLOCK."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(x + offsets, tl.load(x + offsets) * a)
+    else:
+        tl.store(x + offsets, tl.load(x + offsets, mask=offsets < n) * a, mask=offsets < n)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def heuristic_own_grid(x, config):
+    """:func:`own_grid` through a ``@triton.heuristics``, which launches the jitted
+    function by its ``run``, not ``fn[grid]``."""
+    n = x.numel()
+    _scale_even[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](
+        x, n, A, num_warps=config.num_warps, **config.meta)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def heuristic_default_warps(x, config):
+    """:func:`default_warps` through a ``@triton.heuristics``."""
+    _scale_even[(config.grid,)](x, x.numel(), A, **config.meta)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def heuristic_scale(x, config):
+    """A launch through a ``@triton.heuristics`` that runs the config: measured."""
+    _scale_even[(config.grid,)](x, x.numel(), A, num_warps=config.num_warps, **config.meta)
+
+
+def _each_as_fast(call, quantiles):
+    """An autotuner's benchmark without a GPU: each config launched once, all as fast
+    (the autotuner then chooses its first)."""
+    call()
+    return [1.0, 1.0, 1.0]
+
+
+#: ``_scale_even`` under an autotuner of its own: a launch through it
+#: runs the config it chose (BLOCK=256, num_warps=2), whatever config sweeper sweeps
+_scale_tuned = triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=2),
+                                        triton.Config({"BLOCK": 1024}, num_warps=1)],
+                               key=["n"], restore_value=["x"], do_bench=_each_as_fast)(_scale_even)
+
+
+@sweeper.kernel(inputs={"x": "n"}, outputs=["x"], meta={"BLOCK": 1024},
+                reference=lambda x: x * A)
+def tuned_by_triton(x, config):
+    """A launch through a ``@triton.autotune``: it runs the config the autotuner chose."""
+    n = x.numel()
+    _scale_tuned[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, n, A)
+
+
 def _scale_verified(name, verify, factor=A):
     """A scale kernel that multiplies by ``factor`` (the reference's ``A``, or one off by
     a part in a thousand: an approximate kernel), its result judged by ``verify``."""

@@ -1502,6 +1502,103 @@ def test_a_kernel_subclass_edited_since_this_process_imported_it_is_refused(tmp_
         sys.modules.pop(name, None)
 
 
+_HELPER_JIT = GPU_MADE.split("@sweeper.kernel")[0]
+_HELPER_LAUNCH = _HELPER_JIT + '''
+def launch(x, config):
+    scale_kernel[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
+'''
+_DECLARED_ELSEWHERE = '''
+import sweeper
+from {helpers} import launch
+
+scale = sweeper.kernel(launch, inputs={{"x": "n"}}, outputs=["x"], meta={{"BLOCK": 256}},
+                       reference=lambda x: x * 0.5)
+'''
+_JIT_ELSEWHERE = '''
+import sweeper
+from {helpers} import scale_kernel
+
+
+@sweeper.kernel(inputs={{"x": "n"}}, outputs=["x"], meta={{"BLOCK": 256}},
+                reference=lambda x: x * 0.5)
+def scale(x, config):
+    scale_kernel[(config.grid,)](x, x.numel(), num_warps=config.num_warps, **config.meta)
+'''
+
+
+@pytest.mark.parametrize(("helper", "kernel", "imported_first"), [
+    (_HELPER_LAUNCH, _DECLARED_ELSEWHERE, False),
+    (_HELPER_LAUNCH, _DECLARED_ELSEWHERE, True),
+    (_HELPER_JIT, _JIT_ELSEWHERE, False),
+])
+def test_a_module_the_kernel_s_code_comes_from_edited_since_import_is_refused(
+        helper, kernel, imported_first, tmp_path, monkeypatch):
+    """The kernel's module imports its launch, or its ``@triton.jit`` function, from a
+    helpers module of the project: an edit of the helpers is refused as one of the
+    kernel's module is (the run would measure the launch Python imported first), whether
+    the run imported the modules or the notebook did; an unedited rerun resumes, and once
+    both are reloaded the edit is measured."""
+    import importlib
+    import sys
+    import uuid
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")     # a reload makes interpreter kernels
+    helpers = f"helpers_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{helpers}.py").write_text(helper)
+    name, _, run = _module_run(tmp_path, monkeypatch, "declared",
+                               kernel.format(helpers=helpers), "scale", {"n": [1024]})
+    try:
+        if imported_first:
+            importlib.import_module(name)
+        assert set(run(studies_dir=tmp_path / "a").trials_dataframe().status) == {"ok"}
+        run(studies_dir=tmp_path / "a")                      # unedited: resumed
+        (tmp_path / f"{helpers}.py").write_text(helper.replace("* 0.5, mask", "* 2.0, mask"))
+        with pytest.raises(SweeperError, match=re.escape(
+                f"kernel {name}:scale: {helpers}.py was edited since this process imported "
+                f"{name}, whose code it keeps: a run here would measure the code from before "
+                f"the edit; restart the process (a notebook's kernel), or reload it "
+                f"(importlib.reload({name}), after any module of yours it imports that was "
+                "edited), then run again")):
+            run(studies_dir=tmp_path / "b")
+        assert not (tmp_path / "b").exists()
+        importlib.reload(sys.modules[helpers])
+        importlib.reload(sys.modules[name])
+        edited = run(studies_dir=tmp_path / "b").trials_dataframe()
+        assert set(edited.status) == {"wrong_answer"}
+    finally:
+        sys.modules.pop(name, None)
+        sys.modules.pop(helpers, None)
+
+
+def test_a_launch_given_a_jit_function_of_another_module_names_that_module(tmp_path,
+                                                                           monkeypatch):
+    """A launch made by a function of one module around a ``@triton.jit`` function of
+    another (a closure): the modules whose code it runs are both, though the launch's
+    module imports no other."""
+    import sys
+    import uuid
+
+    tag = uuid.uuid4().hex[:8]
+    (tmp_path / f"maker_{tag}.py").write_text(
+        "def make(jit):\n"
+        "    def launch(x, config):\n"
+        "        jit[(config.grid,)](x, x.numel(), num_warps=config.num_warps, "
+        "**config.meta)\n"
+        "    return launch\n")
+    (tmp_path / f"jit_{tag}.py").write_text(_HELPER_JIT)
+    (tmp_path / f"decl_{tag}.py").write_text(
+        f"import sweeper\nfrom maker_{tag} import make\nfrom jit_{tag} import scale_kernel\n"
+        "scale = sweeper.kernel(make(scale_kernel), inputs={'x': 'n'}, outputs=['x'], "
+        "meta={'BLOCK': 256}, reference=lambda x: x * 0.5)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        kernel = __import__(f"decl_{tag}").scale()
+        assert kernel.code_modules() == (f"maker_{tag}", f"jit_{tag}")
+    finally:
+        for module in ("maker", "jit", "decl"):
+            sys.modules.pop(f"{module}_{tag}", None)
+
+
 def test_a_studys_report_takes_the_report_commands_svg_and_redraw(tmp_path):
     """``Study.report(svg=True)`` draws the pictures as SVG too and ``redraw=True`` draws
     every one again, as ``sweeper report --svg`` and ``--redraw`` do (a notebook had no

@@ -152,6 +152,22 @@ def test_a_refused_config_is_the_compile_error_serial_compiling_gives(cache_dir)
         'tl.static_assert(BLOCK <= 256, "BLOCK must be at most 256"))')
 
 
+def test_a_launch_through_triton_heuristics_is_compiled_ahead_not_run(cache_dir, write_space):
+    """A short kernel's launch through a ``@triton.heuristics`` (which calls the jitted
+    function's ``run``, never ``kernel[grid]``) is compiled for the target like a plain
+    launch: it was run on the meta tensors instead, and left to the worker."""
+    import json
+
+    name = "tests.short_kernels_for_tests:heuristic_scale"
+    device = open_device("interpret")
+    _, configs = _configs(write_space(json.dumps({
+        "study": "heuristic", "kernel": name, "sampler": "exhaustive",
+        "params": {"BLOCK": [256], "n": [1024]}}), "h.json"), device)
+    result = Precompiler(load_kernel(name), SM90).compile(configs[0][1])
+    assert (result.status, result.reason, result.kernels) == (Compile.COMPILED, "", 1)
+    assert os.listdir(cache_dir)
+
+
 _written: dict[str, str] = {}
 
 

@@ -403,6 +403,34 @@ def test_short_and_autotuned_kernels_verify_on_the_gpu(argv, tmp_path):
     assert all(t.gbps > 0 for t in trials)
 
 
+@pytest.mark.gpu
+def test_a_launch_through_heuristics_is_checked_on_the_gpu(tmp_path):
+    """On the GPU, in a fresh process (compiled ``JITFunction``s, not the interpreter's):
+    a launch through a ``@triton.heuristics`` on a grid of its own fails the config whose
+    grid it did not run and measures the one it did, as on the interpreter."""
+    import os
+    import subprocess
+    import sys
+
+    space = tmp_path / "heuristic.json"
+    space.write_text(json.dumps({
+        "study": "heuristic", "kernel": "tests.short_kernels_for_tests:heuristic_own_grid",
+        "sampler": "exhaustive",
+        "params": {"BLOCK": [256], "n": [1 << 20], "grid": ["1", "cdiv(n, BLOCK)"]}}))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, "-m", "sweeper", "run", str(space), "--device",
+                          "cuda", "--studies-dir", str(tmp_path / "st"), "--quiet",
+                          "--no-report"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    study, = (tmp_path / "st").iterdir()
+    trials, _ = StudyStore(study).records()
+    assert sorted(t.status.value for t in trials) == ["crashed", "ok"], run.stderr
+    failed, = [t for t in trials if t.status is TrialStatus.CRASHED]
+    assert failed.reason.startswith(
+        "SweeperError: the launch of kernel heuristic_own_grid ran _scale_even on 4096 "
+        "programs, never on the config's grid of 1"), failed.reason
+
+
 def test_the_readme_shows_the_scale_example_as_it_is():
     readme = (ROOT / "README.md").read_text()
     assert f"```python\n{(ROOT / 'examples' / 'scale.py').read_text()}```" in readme
@@ -716,6 +744,21 @@ def test_every_config_refused_says_why_nothing_was_measured(tmp_path, write_spac
      "SweeperError: the launch of kernel default_warps ran scale_kernel with num_warps=4 "
      "(Triton's default: the launch gave none), not the config's block of 32 threads "
      "(num_warps=1): pass num_warps=config.num_warps"),
+    ("heuristic_own_grid", {"grid": ["1", "cdiv(n, BLOCK)"]},
+     "SweeperError: the launch of kernel heuristic_own_grid ran _scale_even on 4 programs, "
+     "never on the config's grid of 1: pass (config.grid,) as the grid "
+     "(fn[(config.grid,)](...)), or sweep the grid the launch computes as params.grid (an "
+     "expression, e.g. \"cdiv(n, BLOCK)\")"),
+    ("heuristic_default_warps", {"block": [32, 128]},
+     "SweeperError: the launch of kernel heuristic_default_warps ran _scale_even with "
+     "num_warps=4 (Triton's default: the launch gave none), not the config's block of 32 "
+     "threads (num_warps=1): pass num_warps=config.num_warps"),
+    ("tuned_by_triton", {"block": [64, 128]},
+     "SweeperError: the launch of kernel tuned_by_triton ran _scale_even with num_warps=2, "
+     "not the config's block of 128 threads (num_warps=4): pass num_warps=config.num_warps"
+     "; _scale_even was launched through its @triton.autotune, which runs the config it "
+     "chose, not the swept one: launch _scale_even.fn (the function it wraps) and name the "
+     "autotuner with autotuned= to sweep its configs"),
 ])
 def test_a_launch_that_ignores_the_configs_grid_or_block_fails_it(kernel, params, reason,
                                                                   tmp_path, write_space):
@@ -723,7 +766,9 @@ def test_a_launch_that_ignores_the_configs_grid_or_block_fails_it(kernel, params
     name, and the winner went out with a grid it never ran on (grid=1 on a kernel of one
     block a program: the tuned launch left most of its output unwritten); a launch without
     ``num_warps`` did the same for the block.  The config whose launch ran another grid
-    or block fails with what to pass; the one it did run is measured."""
+    or block fails with what to pass; the one it did run is measured.  So through a
+    ``@triton.heuristics`` (which launches the jitted function by its ``run``, never
+    ``fn[grid]``) and a ``@triton.autotune`` (which runs the config it chose)."""
     space = write_space(json.dumps({
         "study": kernel, "kernel": f"tests.short_kernels_for_tests:{kernel}",
         "sampler": "exhaustive", "params": {"BLOCK": [256], "n": [1024], **params},
@@ -734,6 +779,63 @@ def test_a_launch_that_ignores_the_configs_grid_or_block_fails_it(kernel, params
     assert len(trials) == 2
     failed, = [t for t in trials if t.status is not TrialStatus.OK]
     assert failed.status is TrialStatus.CRASHED and failed.reason == reason, failed.reason
+
+
+def test_a_launch_through_heuristics_or_an_autotuner_is_recorded_once(monkeypatch):
+    """A ``@triton.heuristics`` launch is recorded once, with the values it adds (its
+    grid function reads them); a ``@triton.autotune`` launch once, as the config it chose
+    ran, not each config it benchmarked to choose; a compile-only launch not at all; and
+    Triton's classes are left as they were."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import triton
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    from sweeper.kernels._launched import Launched, recording
+    from tests.short_kernels_for_tests import A, _scale_even, _scale_tuned
+
+    before = {c: c.__dict__.get("run") for c in (JITFunction, InterpretedFunction, Autotuner)}
+    x = torch.ones(4096)
+    with recording() as seen:
+        _scale_even[lambda meta: (4096 // meta["BLOCK"] + meta["EVEN"] - 1,)](
+            x, 4096, A, BLOCK=1024, num_warps=2)
+        _scale_tuned[lambda meta: (triton.cdiv(4096, meta["BLOCK"]),)](x, 4096, A)
+        _scale_even.fn.warmup(x, 4096, A, BLOCK=1024, EVEN=True, grid=(4,))
+    assert seen == [Launched("_scale_even", 4, 2), Launched("_scale_even", 16, 2, True)]
+    assert torch.equal(x, torch.full((4096,), A * A))
+    assert {c: c.__dict__.get("run") for c in before} == before
+
+
+def test_a_triton_function_launched_without_run_is_recorded_at_its_launch():
+    """An older interpreter's function launches by its own ``fn[grid]``, its class having
+    no ``run`` (each instance has its own): its launches go through the wrapper there,
+    once, and its class is put back."""
+    from sweeper.kernels._launched import Launched, _launched, runs_patched
+
+    ran: list[object] = []
+
+    class Older:                        # Triton 3.1's InterpretedFunction, in its ways
+        arg_names = ("x", "BLOCK")
+        __name__ = "older"
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: ran.append((args, kwargs))
+
+    seen = []
+
+    def recorded(original):
+        def run(fn, *args, grid, warmup, **kwargs):
+            seen.append(_launched(fn, grid, args, kwargs))
+            return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+        return run
+
+    before = Older.__dict__["__getitem__"]
+    with runs_patched({Older: recorded}):
+        Older()[lambda meta: (meta["BLOCK"] // 2,)](1, BLOCK=8, num_warps=2)
+    assert seen == [Launched("older", 4, 2)]
+    assert ran == [((1,), {"BLOCK": 8, "num_warps": 2})]
+    assert Older.__dict__["__getitem__"] is before and "run" not in Older.__dict__
 
 
 def test_a_launch_of_a_second_kernel_or_of_none_is_no_mismatch():

@@ -232,6 +232,34 @@ def test_an_autotuned_function_is_refused_as_it_decorates(tuning):
     assert torch.equal(x, y) and k.config(x, y, 1024).meta == {"BLOCK": 128}
 
 
+def test_a_heuristics_function_is_launched_and_one_over_an_autotuner_refused(tuning):
+    """A ``@triton.heuristics`` over the ``@triton.jit`` function is launched with the
+    tuned config and its heuristic's values, its name (without ``name=``) the function's
+    it wraps (the decorator failed on the heuristics' missing ``__name__``); one over a
+    ``@triton.autotune`` is refused as the autotuner itself is (each launch would clash
+    with its configs), naming the function to decorate."""
+    import triton
+
+    def copy_even(x, y, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):  # type: ignore[no-untyped-def]
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y + offsets, tl.load(x + offsets, mask=offsets < n) + EVEN, mask=offsets < n)
+
+    even = {"EVEN": lambda args: args["n"] % args["BLOCK"] == 0}
+    heuristic = triton.heuristics(even)(jit(copy_even, interpret=True))
+    k = sweeper.tuned_kernel(tuning, key=["n"], gpu=GPU)(heuristic)
+    assert k.name == "copy_even"
+    k = sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(heuristic)
+    x, y = torch.randn(1024), torch.zeros(1024)
+    k(x, y, 1024)
+    assert torch.equal(x + 1, y) and k.config(x, y, 1024).meta == {"BLOCK": 128}
+    over = triton.heuristics(even)(triton.autotune(
+        configs=[triton.Config({"BLOCK": 128})], key=["n"])(jit(copy_even, interpret=True)))
+    with pytest.raises(SweeperError, match=(
+            r"^tuned_kernel: copy_even is a @triton.autotune function, whose own configs "
+            r"would clash with the tuned config's at each launch")):
+        sweeper.tuned_kernel(tuning, key=["n"], name="copy1d", gpu=GPU)(over)
+
+
 def _centre_rows(X, Y, stride, N, BLOCK_N: tl.constexpr):  # type: ignore[no-untyped-def]
     cols = tl.arange(0, BLOCK_N)
     x = tl.load(X + tl.program_id(0) * stride + cols, mask=cols < N, other=0.0)

@@ -171,36 +171,61 @@ def _refuse_at_value(space: Any, device: Any, late: list[Any],
 
 
 def refuse_stale(name: str, kernel: Any, imported: Collection[str]) -> None:
-    """Refuse, before anything is written, kernel ``name`` whose module was among those
-    ``imported`` before the run began (a notebook's earlier ``sweeper.run``, or its own
-    ``import``) and whose files were edited since: Python keeps the module it imported,
-    so the run would measure the code from before the edit, silently, where ``sweeper
-    run`` (a new process) measures the edit.  Told where the source hash the files give
-    now (:func:`~sweeper.kernels.source_hash_unrun`, what a new process records) is not
-    the one of the code loaded; where the files alone do not tell it (a Kernel subclass),
-    where its source read afresh (:func:`~sweeper.kernels._base.source_afresh`) is not
-    the source first read; a launch imported from another module is not checked."""
+    """Refuse, before anything is written, kernel ``name`` whose code comes from modules
+    among those ``imported`` before the run began (a notebook's earlier ``sweeper.run``,
+    or its own ``import``) whose files were edited since: Python keeps the module it
+    imported, so the run would measure the code from before the edit, silently, where
+    ``sweeper run`` (a new process) measures the edit.  Its modules: the one the space
+    names, those whose code the kernel runs (:meth:`~sweeper.kernels.Kernel.code_modules`:
+    a launch imported from another module, the module of a ``@triton.jit`` function
+    given it) and the user's own modules each imports.  Told where one of them imported
+    as read (as a run loads a kernel) no longer holds that text
+    (:func:`~sweeper.kernels._own_modules.edited_since_read`); else, for the kernel's own
+    module, where the source hash the files give now
+    (:func:`~sweeper.kernels.source_hash_unrun`, what a new process records) is not the
+    one of the code loaded, or where the files alone do not tell it (a Kernel subclass,
+    a launch imported from another module) where its source read afresh
+    (:func:`~sweeper.kernels._base.source_afresh`) is not the source first read."""
     from sweeper.kernels import Kernel, source_hash_unrun
     from sweeper.kernels._base import hash_of_source, source_afresh
+    from sweeper.kernels._own_modules import (
+        edited_since_read,
+        files_as_now,
+        users_files,
+        with_own,
+    )
 
     module = type(kernel).__module__
-    if module == "__main__" or module not in imported:
+    if module == "__main__":
         return
-    now = source_hash_unrun(name)
-    if now is None and type(kernel).source_hash is Kernel.source_hash:   # of its source()
-        afresh = source_afresh(kernel)
-        now = None if afresh is None else hash_of_source(afresh)
-    if now is None or now == kernel.source_hash():
+    named = name.partition(":")[0] if ":" in name else module
+    top = named if named in sys.modules else module
+    code = kernel.code_modules()
+    other = [named] if named not in code and named in imported else []  # its imports too
+    found = dict(users_files(code))
+    for own, path in with_own(other):
+        found.setdefault(own, path)
+    ours = [(m, p) for m, p in found.items() if m in imported]
+    edited = edited_since_read(ours)
+    if not edited and module in imported:
+        with files_as_now():
+            now = source_hash_unrun(name)
+        if now is None and type(kernel).source_hash is Kernel.source_hash:   # of its source()
+            afresh = source_afresh(kernel)
+            now = None if afresh is None else hash_of_source(afresh)
+        if now is None or now == kernel.source_hash():
+            return
+        package = Path(__file__).resolve().parents[1]   # sweeper's own: not the user's edit
+        edited = [p for p in kernel.source_files() if not p.resolve().is_relative_to(package)]
+    elif not edited:
         return
-    package = Path(__file__).resolve().parents[1]      # sweeper's own: not the user's edit
-    files = [p.name for p in kernel.source_files()
-             if not p.resolve().is_relative_to(package)] or [f"{module}'s files"]
+    files = [p.name for p in edited] or [f"{module}'s files"]
     shown = files[0] if len(files) == 1 else f"one of {', '.join(files[:3])}" + (
         f" ({len(files)} files)" if len(files) > 3 else "")
     raise SweeperError(
-        f"kernel {name}: {shown} was edited since this process imported {module}, whose "
+        f"kernel {name}: {shown} was edited since this process imported {top}, whose "
         "code it keeps: a run here would measure the code from before the edit; restart "
-        f"the process (a notebook's kernel), or reload it (importlib.reload({module}), "
+        f"the process (a notebook's kernel), or reload it (importlib.reload({top}), "
         "after any module of yours it imports that was edited), then run again")
 
 

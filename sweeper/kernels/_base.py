@@ -485,6 +485,22 @@ class Kernel(abc.ABC):
         measured with."""
         return hash_of_source(self.source())
 
+    def source_reread(self) -> str:
+        """:meth:`source` as the files hold it now, where it is not what
+        :func:`source_afresh` finds by reading it again (a source read once, when the
+        kernel was declared)."""
+        return self.source()
+
+    def code_modules(self) -> tuple[str, ...]:
+        """The modules, by name, whose code this kernel runs: its class's and the user's
+        own modules that imports (as walked for its source, not again); what a run
+        checks for an edit since this process imported them
+        (:func:`~sweeper.engine._inputs.refuse_stale`)."""
+        cls = type(self)
+        if cls.__module__ == "__main__":
+            return (cls.__module__,)
+        return (cls.__module__, *(m for m, _ in _own_of(cls)))
+
     def source_files(self) -> tuple[Path, ...]:
         """The files :meth:`source` is read from, which a sweep watches for an edit while it
         runs (:class:`~sweeper.kernels._watch.SourceWatch`): the class's module and the
@@ -518,16 +534,21 @@ def as_loaded(cls: type, read: Callable[[], str]) -> str:
 
 
 def source_afresh(kernel: Kernel) -> str | None:
-    """``kernel``'s :meth:`~Kernel.source` as its files hold it now, where the code that
-    runs keeps the text first read (:func:`as_loaded`); ``None`` where it cannot be read
-    (a file gone, a class with no file)."""
+    """``kernel``'s :meth:`~Kernel.source` as its files hold it now (each module's, one
+    imported as read too: :func:`~sweeper.kernels._own_modules.files_as_now`), where the
+    code that runs keeps the text first read (:func:`as_loaded`,
+    :meth:`Kernel.source_reread`); ``None`` where it cannot be read (a file gone, a class
+    with no file)."""
+    from sweeper.kernels._own_modules import files_as_now
+
     cls = type(kernel)
     try:
         kept = _READ.pop(cls, None)
     except TypeError:                   # a class that cannot be weakly referenced: read
         kept = None                     # afresh each time already
     try:
-        return kernel.source()
+        with files_as_now():
+            return kernel.source_reread()
     except (OSError, TypeError):
         return None
     finally:

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import contextvars
 import importlib.machinery
 import importlib.util
 import linecache
 import os
 import sys
 import sysconfig
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -72,6 +73,60 @@ def own_modules(name: str, file: str | Path) -> list[tuple[str, Path]]:
     return found
 
 
+def users_files(names: Iterable[str]) -> list[tuple[str, Path]]:
+    """Each of the modules ``names`` that is imported and the user's own, with its
+    ``.py`` file, each once, in order: none of :data:`LIBRARIES`, the standard
+    library's, an installed package's, nor one without such a file."""
+    found: dict[str, Path] = {}
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if name in found or not file or not str(file).endswith(".py") or theirs(name):
+            continue
+        path = Path(file).resolve()
+        if not installed(path):
+            found[name] = path
+    return list(found.items())
+
+
+def with_own(names: Iterable[str]) -> list[tuple[str, Path]]:
+    """:func:`users_files` of ``names`` and, after each, the user's own modules it
+    imports (:func:`own_modules`), each once, in order."""
+    found: dict[str, Path] = {}
+    for name, path in users_files(names):
+        found.setdefault(name, path)
+        for own, at in own_modules(name, path):
+            found.setdefault(own, at)
+    return list(found.items())
+
+
+def modules_at(files: Iterable[Path]) -> list[str]:
+    """The names of the imported modules whose files are ``files`` (resolved), in order."""
+    named: dict[Path, str] = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and str(file).endswith(".py"):
+            named.setdefault(Path(file).resolve(), name)
+    return [named[f] for f in files if f in named]
+
+
+def edited_since_read(modules: Iterable[tuple[str, Path]]) -> list[Path]:
+    """The files of ``modules`` (name, file) imported while :func:`imports_as_read` was
+    on whose text is not the one their import read (:func:`loaded_text`): an edit since,
+    which the code this process keeps does not have.  Each module's file is the one a
+    new process would import (:func:`module_file`, the working folder first; else the
+    one it was imported from), as the source hash a new process records reads it.  A
+    module imported otherwise is not told (its text as imported was not kept), nor a
+    file gone."""
+    edited = []
+    for name, path in modules:
+        kept = loaded_text(sys.modules.get(name))
+        found = module_file(name)
+        now = Path(found).resolve() if found else path
+        if kept is not None and now.is_file() and _text(now) != kept:
+            edited.append(now)
+    return edited
+
+
 def own_source(name: str, file: str | Path) -> str:
     """The text of each of :func:`own_modules`, each after a line naming its module (not
     its file: a project moved elsewhere is the same source), as :meth:`Kernel.source`
@@ -86,11 +141,30 @@ def source_of(modules: list[tuple[str, Path]]) -> str:
                    for module, path in modules)
 
 
+#: Whether :func:`files_as_now` is on: every module's text read from its file.
+_FILES_NOW: contextvars.ContextVar[bool] = contextvars.ContextVar("files_now", default=False)
+
+
+@contextlib.contextmanager
+def files_as_now() -> Iterator[None]:
+    """While on, :func:`loaded_text` knows no text, so a kernel's source is read as its
+    files hold it now, not as its imports read them: what a new process would import,
+    for telling whether the code this one keeps was edited since."""
+    token = _FILES_NOW.set(True)
+    try:
+        yield
+    finally:
+        _FILES_NOW.reset(token)
+
+
 def loaded_text(module: ModuleType | None) -> str | None:
     """The text ``module`` was compiled from, as its import read it, where it was imported
     while :func:`imports_as_read` was on (a user's own module); ``None`` for any other
-    (read its file, which an edit since may have changed).  Spelled as
-    :func:`inspect.getsource` reads a module, so an unedited module hashes the same."""
+    (read its file, which an edit since may have changed), and while
+    :func:`files_as_now` is on.  Spelled as :func:`inspect.getsource` reads a module, so
+    an unedited module hashes the same."""
+    if _FILES_NOW.get():
+        return None
     spec = getattr(module, "__spec__", None)
     loader = getattr(spec, "loader", None)
     text = loader.text if isinstance(loader, _ReadOnce) else None

@@ -30,6 +30,7 @@ from sweeper.errors import SweeperError
 from sweeper.kernels._base import Buffers, Kernel
 from sweeper.kernels._cuda_build import CudaLaunch, NvrtcCompiler, precompile
 from sweeper.kernels._jit import COMPILING
+from sweeper.kernels._launched import runs_patched
 
 _ARCH = re.compile(r"sm_?(\d+)a?")
 #: Why a launch that ran no Triton kernel (a torch op) was not compiled ahead.
@@ -88,10 +89,12 @@ class _Counter:
 
 @contextlib.contextmanager
 def compiling_for(target: Target) -> Iterator[_Counter]:
-    """Within it, a Triton launch (``kernel[grid](...)``) compiles for ``target`` into
-    the disk cache and launches nothing, an interpreted kernel included (its compiled
-    twin is compiled, in a language unpatched: :func:`_unpatched_language`); everything
-    is put back afterwards."""
+    """Within it, a Triton launch compiles for ``target`` into the disk cache and launches
+    nothing, an interpreted kernel included (its compiled twin is compiled, in a language
+    unpatched: :func:`_unpatched_language`): each launch is made Triton's warm-up where
+    it ends (:func:`~sweeper.kernels._launched.runs_patched`), so one through a
+    ``@triton.heuristics``, which never calls ``kernel[grid]``, is compiled too.
+    Everything is put back afterwards."""
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
     from triton.runtime.interpreter import InterpretedFunction
@@ -100,30 +103,33 @@ def compiling_for(target: Target) -> Iterator[_Counter]:
     counter = _Counter()
     twins: dict[int, Any] = {}
 
-    def warm(fn: Any, grid: Any) -> Any:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            counter.kernels += 1
-            return fn.run(*args, grid=grid, warmup=True, **kwargs)
+    def warm(compile_only: Any) -> Any:
+        def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if not warmup:
+                counter.kernels += 1
+            return compile_only(fn, *args, grid=grid, warmup=True, **kwargs)
         return run
 
-    saved = (driver._active, JITFunction.__getitem__, InterpretedFunction.__getitem__)
+    def warm_twin(_: Any) -> Any:
+        def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            return _twin(fn, twins).run(*args, grid=grid, warmup=warmup, **kwargs)
+        return run
+
+    saved = driver._active
     named = GPUTarget(target.backend, target.arch, target.warp_size)
     # Triton's active driver stood in for: the target it was told, device 0, no stream;
     # nothing touches CUDA
     driver.set_active(SimpleNamespace(get_current_target=lambda: named,
                                       get_current_device=lambda: 0,
                                       get_current_stream=lambda device=None: 0))
-    JITFunction.__getitem__ = warm
-    InterpretedFunction.__getitem__ = lambda fn, grid: warm(_twin(fn, twins), grid)
     COMPILING[0] = True
     try:
-        with _unpatched_language(twins):
+        with runs_patched({JITFunction: warm, InterpretedFunction: warm_twin}), \
+                _unpatched_language(twins):
             yield counter
     finally:
         COMPILING[0] = False
-        driver._active = saved[0]
-        JITFunction.__getitem__ = saved[1]
-        InterpretedFunction.__getitem__ = saved[2]
+        driver._active = saved
 
 
 def _twin(fn: Any, twins: dict[int, Any]) -> Any:

@@ -48,6 +48,21 @@ def reached_source(roots: Iterable[Any], main: str = "__main__") -> str:
     """The text that identifies the code ``roots`` (functions, Triton functions, classes)
     reach within module ``main`` (:mod:`this module <sweeper.kernels._reached>`), followed
     by the text of each of the user's own modules reached from there."""
+    parts, modules = _reach(roots, main)
+    return "\n".join(parts) + source_of(list(modules.items()))
+
+
+def reached_modules(roots: Iterable[Any], main: str) -> list[tuple[str, Path]]:
+    """The user's own modules (name, file) other than ``main`` whose functions, Triton
+    functions or classes the code ``roots`` reach within ``main`` uses: a launch's
+    ``@triton.jit`` function given it from another module (through a closure too),
+    which its module's imports may not name."""
+    return list(_reach(roots, main)[1].items())
+
+
+def _reach(roots: Iterable[Any], main: str) -> tuple[list[str], dict[str, Path]]:
+    """The text of what ``roots`` reach within ``main`` (:func:`reached_source`), and the
+    user's own modules reached from there, each once, in the order reached."""
     parts: list[str] = []
     modules: dict[str, Path] = {}
     seen: set[int] = set()
@@ -75,7 +90,7 @@ def reached_source(roots: Iterable[Any], main: str = "__main__") -> str:
             if isinstance(value, (tuple, list, set, frozenset, dict)):  # functions held
                 held = value.values() if isinstance(value, dict) else value
                 todo.extend((f"{name}[]", v) for v in held if callable(v))
-    return "\n".join(parts) + source_of(list(modules.items()))
+    return parts, modules
 
 
 def shown(value: Any) -> str:

@@ -99,6 +99,8 @@ class Plan:
     #: the files of the user's own modules the launch's module imports, those whose text
     #: :attr:`source` holds (found once, as it was read)
     own_files: tuple[Path, ...] = ()
+    #: :attr:`source` read again as the files hold it now (``None``: read once only)
+    reread: Callable[[], str] | None = None
     #: ``check=``: the outputs compared with the reference's (none given: every one)
     check: tuple[str, ...] = ()
     #: ``verify=``: the user's own comparison of the checked outputs with the
@@ -354,6 +356,28 @@ class ShortKernel(Kernel):
 
     def source(self) -> str:
         return self.declared_source() or ""
+
+    def source_reread(self) -> str:
+        """The plan's source as the files hold it now: the launch's module and the user's
+        own modules it imports read anew, as a new process would import them.  A source
+        read as asked (a compiled launch's, which its declaration may give a plan of its
+        own) is read anew by :meth:`source` itself."""
+        reread, source = self.plan.reread, self.plan.source
+        return self.source() if reread is None or callable(source) else reread()
+
+    def code_modules(self) -> tuple[str, ...]:
+        """The launch's module, the user's own modules it imports (those whose text the
+        source holds) and the modules of the functions the launch reaches from there (a
+        ``@triton.jit`` function given it from another module, through a closure too)."""
+        from sweeper.kernels._own_modules import modules_at, theirs
+        from sweeper.kernels._reached import reached_modules
+
+        launch = self.plan.launch
+        main = getattr(launch, "__module__", None) or type(self).__module__
+        if theirs(main) or main == "__main__":    # sweeper.cuda's launch; a notebook's
+            return (main,)
+        return tuple(dict.fromkeys([main, *modules_at(self.plan.own_files),
+                                    *(m for m, _ in reached_modules([launch], main))]))
 
     def source_files(self) -> tuple[Path, ...]:
         """The file of the module that declares the launch, those of the user's own

@@ -343,6 +343,7 @@ class Declaration:
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
                     refuse=self.refuse, source=source, own_files=own_files,
+                    reread=functools.partial(_source_now, launch, self) if sourced else None,
                     check=tuple(self.check or ()), verify=self.verify)
 
 
@@ -654,6 +655,16 @@ def _source(launch: Callable[..., Any], declared: Declaration
     if callable(head) or callable(own):
         return functools.partial(_joined, head, own), files
     return head, files
+
+
+def _source_now(launch: Callable[..., Any], declared: Declaration) -> str:
+    """:func:`_source`'s text read again as the files hold it now, those of modules
+    imported as read (:func:`~sweeper.kernels._own_modules.files_as_now`) too: the source
+    a new process would hash, for telling whether this one's code was edited since."""
+    from sweeper.kernels._own_modules import files_as_now
+
+    with files_as_now():
+        return _joined(_source(launch, declared)[0])
 
 
 def _joined(*parts: str | Callable[[], str] | None) -> str:
