@@ -11,7 +11,8 @@
 #             names under benchmarks/spaces/ or paths to space files)
 #   live      benchmarks/search_live.py on copy and matmul (auto on the GPU, abandonment)
 #   ab        sweeper ab: block 128 vs 256 (a near tie) and grid sms vs 16*sms (not one)
-#   gputests  python3 -m pytest -m gpu tests (the GPU-marked tests only, but those of `hangs`)
+#   gputests  python3 -m pytest -m gpu tests (the GPU-marked tests only, but those of `hangs`;
+#             $GPUTESTS: test files or folders in place of tests)
 #   cudacopy  the CUDA C copy (spaces/cuda-copy.yaml) and the Triton copy at 1 GiB fp32
 #   matmul    spaces/matmul-8k.yaml (8192^3 bf16), matmul-shapes.yaml, and fp8 at 8192^3
 #   dispatch  the dispatch-by-shape spaces, exported as replay tables, and the regret
@@ -118,7 +119,7 @@ stage=$2
     overhead) python3 benchmarks/sweep_overhead.py 2>&1 | tee "$OUT/overhead.log" ;;
     twogpus) python3 -m pytest -q -p no:cacheprovider -m gpu tests -rA -k "two_gpus or several_gpus or with_two_gpus" 2>&1 \
         | tee "$OUT/pytest-twogpus.log" | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" ;;
-    gputests) python3 -m pytest -q -p no:cacheprovider -m gpu tests -rA \
+    gputests) python3 -m pytest -q -p no:cacheprovider -m gpu ${GPUTESTS:-tests} -rA \
         -k "not (illegal or never_returns)" 2>&1 \
         | tee "$OUT/pytest-gpu.log" | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" ;;
     cudacopy)
