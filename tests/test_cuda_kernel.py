@@ -1048,21 +1048,24 @@ def test_nvrtc_options_are_every_compile_s_its_cache_key_s_and_its_source_s(
     ("[--extensible-whole-program]", "[0]", "'--extensible-whole-program': -ewp / "
      "--extensible-whole-program has NVRTC make other code"),
     # ptxas's options through -Xptxas= (--ptxas-options=), checked one by one
-    ("[-use_fast_math, '-Xptxas=-v,-o=k.cubin']", "[1]", "'-Xptxas=-v,-o=k.cubin': -o / "
+    ("[-use_fast_math, '-Xptxas=-o=k.cubin']", "[1]", "'-Xptxas=-o=k.cubin': -o / "
      "--output-file has ptxas read or write files sweeper neither hashes nor watches; "
      "allowed: ptxas options of the code assembled (-Xptxas=-v, -Xptxas=--warn-on-spills)"),
+    # NVRTC hands -Xptxas's value on as one option: a list is one ptxas refuses
+    ("[-use_fast_math, '-Xptxas=-v,--warn-on-spills']", "[1]", "'-Xptxas=-v,--warn-on-spills'"
+     ": NVRTC passes ptxas its value as one option, which ptxas refuses; allowed: one ptxas "
+     "option a -Xptxas= ([-Xptxas=-v, -Xptxas=--warn-on-spills])"),
     ("['--ptxas-options=--options-file=f']", "[0]", "'--ptxas-options=--options-file=f': "
      "-optf / --options-file has ptxas read or write files"),
     ("['-Xptxas=--compile-only']", "[0]", "'-Xptxas=--compile-only': -c / --compile-only "
      "has ptxas make other code than the whole program's cubin sweeper loads and launches"),
-    ("['-Xptxas=-e,other']", "[0]", "'-Xptxas=-e,other': -e / --entry has ptxas make other "
-     "code"),
+    ("['-Xptxas=-e']", "[0]", "'-Xptxas=-e': -e / --entry has ptxas make other code"),
     ("['-Xptxas=--preserve-relocs']", "[0]", "'-Xptxas=--preserve-relocs': "
      "-preserve-relocs / --preserve-relocs has ptxas make other code"),
     ("['-Xptxas=-arch=sm_80']", "[0]", "'-Xptxas=-arch=sm_80': sweeper sets -arch / "
      "--gpu-name itself"),
-    ("[-Xptxas]", "[0]", "'-Xptxas' passes ptxas no option; allowed: -Xptxas=OPTION, its "
-     "options after = and between commas (-Xptxas=-v,--warn-on-spills)"),
+    ("[-Xptxas]", "[0]", "'-Xptxas' passes ptxas no option; allowed: -Xptxas=OPTION "
+     "(-Xptxas=-v, -Xptxas=--maxrregcount=64)"),
     ("[--std=c++14]", "[0]", "'--std=c++14': sweeper sets -std / --std itself"),
     ("-use_fast_math", "", "'-use_fast_math' is no list of NVRTC options; allowed: up to 32 "
      "options, such as [-use_fast_math, --fmad=false]"),
@@ -1097,8 +1100,8 @@ def test_a_whole_program_s_nvrtc_options_pass():
                                  "-Xptxas=-v", "-lineinfo"]) is None
     # options of the code NVRTC compiles and ptxas assembles, whichever name they go by
     assert nvrtc_option_problem(["-dw", "--device-w", "-pch-verbose=true", "-G", "-dopt=on",
-                                 "--ptxas-options=--warn-on-spills,-O3",
-                                 "-Xptxas=--maxrregcount,64", "-Xptxas=--def-load-cache=ca",
+                                 "--ptxas-options=--warn-on-spills", "--ptxas-options=-O3",
+                                 "-Xptxas=--maxrregcount=64", "-Xptxas=--def-load-cache=ca",
                                  "--extra-device-vectorization", "-split-compile=4",
                                  "-jtd=50"]) is None
 
@@ -1768,7 +1771,8 @@ def test_the_example_copy_compiles_runs_and_verifies_on_the_gpu(tmp_path, monkey
 #: Options of each kind ``nvrtc_options`` allows, by their short and long names: NVRTC
 #: must take every one, as the space's check lets them through.
 ALLOWED_NVRTC = ["-use_fast_math", "--fmad=false", "-lineinfo", "--extra-device-vectorization",
-                 "-Xptxas=-v,--warn-on-spills", "--ptxas-options=-O3", "--restrict",
+                 "-Xptxas=-v", "--ptxas-options=--warn-on-spills", "--ptxas-options=-O3",
+                 "-Xptxas=--maxrregcount=64", "--restrict",
                  "-default-device"]
 
 

@@ -322,7 +322,9 @@ RESERVED_OPTIONS: dict[tuple[str, ...], tuple[str, str]] = {
 #: The options of :data:`RESERVED_OPTIONS`' names that it does not refuse: a whole
 #: program, NVRTC's default, as sweeper compiles it anyway.
 ALLOWED_RESERVED = frozenset({"-rdc=false", "--relocatable-device-code=false"})
-#: The NVRTC option that passes its value, a comma-separated list, to ptxas.
+#: The NVRTC option that passes its value to ptxas: one ptxas option, which NVRTC hands on
+#: whole (given ``-Xptxas=-v,--warn-on-spills``, ptxas stops at the unknown option
+#: ``v,--warn-on-spills``; NVRTC of CUDA 13 on an H100), not nvcc's comma-separated list.
 PTXAS_OPTIONS = ("-Xptxas", "--ptxas-options")
 _PTXAS_CODE = "ptxas options of the code assembled (-Xptxas=-v, -Xptxas=--warn-on-spills)"
 #: The ptxas options ``-Xptxas=`` may not pass, each by its short and long name as ptxas
@@ -376,15 +378,17 @@ def nvrtc_option_problem(options: object) -> tuple[int | None, str] | None:
 
 
 def _ptxas_problem(option: str, value: str) -> str | None:
-    """Why ``option`` (``-Xptxas=VALUE``) passes ptxas no option (its first is none), or
-    one of :data:`RESERVED_PTXAS`, or ``None``."""
-    passed = value.split(",")         # options, or the value of the one before
-    if NVRTC_OPTION.fullmatch(passed[0]) is None:
-        return (f"{option!r} passes ptxas no option; allowed: {PTXAS_OPTIONS[0]}=OPTION, "
-                "its options after = and between commas (-Xptxas=-v,--warn-on-spills)")
-    return next((wrong for part in passed
-                 if (wrong := _reserved(option, part, RESERVED_PTXAS, "ptxas")) is not None),
-                None)
+    """Why ``option`` (``-Xptxas=VALUE``) passes ptxas no option, a list of them (which
+    NVRTC hands on as one, and ptxas refuses), or one of :data:`RESERVED_PTXAS`, or
+    ``None``."""
+    if NVRTC_OPTION.fullmatch(value) is None:
+        return (f"{option!r} passes ptxas no option; allowed: {PTXAS_OPTIONS[0]}=OPTION "
+                "(-Xptxas=-v, -Xptxas=--maxrregcount=64)")
+    if "," in value:
+        parts = ", ".join(f"{option.partition('=')[0]}={part}" for part in value.split(","))
+        return (f"{option!r}: NVRTC passes ptxas its value as one option, which ptxas "
+                f"refuses; allowed: one ptxas option a {PTXAS_OPTIONS[0]}= ([{parts}])")
+    return _reserved(option, value, RESERVED_PTXAS, "ptxas")
 
 
 def _reserved(option: str, part: str, table: Mapping[tuple[str, ...], tuple[str, str]],
