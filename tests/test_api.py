@@ -1593,10 +1593,48 @@ def test_a_launch_given_a_jit_function_of_another_module_names_that_module(tmp_p
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         kernel = __import__(f"decl_{tag}").scale()
-        assert kernel.code_modules() == (f"maker_{tag}", f"jit_{tag}")
+        assert kernel.code_modules() == (f"decl_{tag}", f"maker_{tag}", f"jit_{tag}")
     finally:
         for module in ("maker", "jit", "decl"):
             sys.modules.pop(f"{module}_{tag}", None)
+
+
+def test_the_module_declaring_a_kernel_whose_launch_it_imports_is_part_of_its_source(
+        tmp_path, monkeypatch):
+    """``scale = sweeper.kernel(launch, reference=...)`` in one module, ``launch``
+    imported from another of the user's: the source a study hashes holds both modules'
+    text, so an edit of the declaration (its reference) is a new version, as an edit of
+    the launch is, where the hash held the launch's module alone and a resume went on
+    under the old hash; the declaring module's file is watched and its code refused
+    when edited since import. A launch declared in its own module hashes as before."""
+    import sys
+    import uuid
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    tag = uuid.uuid4().hex[:8]
+    helpers, decl = f"helpers_{tag}", f"decl_{tag}"
+    (tmp_path / f"{helpers}.py").write_text(_HELPER_LAUNCH)
+    path = tmp_path / f"{decl}.py"
+    path.write_text(_DECLARED_ELSEWHERE.format(helpers=helpers))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def loaded():
+        sys.modules.pop(decl, None)
+        sys.modules.pop(helpers, None)
+        return __import__(decl).scale()
+    try:
+        kernel = loaded()
+        assert path.read_text() in kernel.source()
+        assert (tmp_path / f"{helpers}.py").read_text() in kernel.source()
+        assert path in kernel.source_files()
+        assert kernel.code_modules()[:2] == (decl, helpers)
+        before = kernel.source_hash()
+        assert loaded().source_hash() == before                 # a new process: the same
+        path.write_text(path.read_text().replace("x * 0.5", "x * 0.25"))
+        assert loaded().source_hash() != before
+    finally:
+        sys.modules.pop(decl, None)
+        sys.modules.pop(helpers, None)
 
 
 def test_a_studys_report_takes_the_report_commands_svg_and_redraw(tmp_path):

@@ -217,6 +217,7 @@ def refuse_stale(name: str, kernel: Any, imported: Collection[str]) -> None:
             return
         package = Path(__file__).resolve().parents[1]   # sweeper's own: not the user's edit
         edited = [p for p in kernel.source_files() if not p.resolve().is_relative_to(package)]
+        edited = _not_as_read(edited, kernel.source()) or edited
     elif not edited:
         return
     files = [p.name for p in edited] or [f"{module}'s files"]
@@ -227,6 +228,17 @@ def refuse_stale(name: str, kernel: Any, imported: Collection[str]) -> None:
         "code it keeps: a run here would measure the code from before the edit; restart "
         f"the process (a notebook's kernel), or reload it (importlib.reload({top}), "
         "after any module of yours it imports that was edited), then run again")
+
+
+def _not_as_read(files: list[Path], source: str) -> list[Path]:
+    """Those of ``files`` whose text now is none of ``source`` (the kernel's source as
+    first read, which holds each file's text as it was): the ones edited since."""
+    def edited(path: Path) -> bool:
+        try:
+            return path.read_text(encoding="utf-8") not in source
+        except (OSError, UnicodeDecodeError):
+            return True
+    return [path for path in files if edited(path)]
 
 
 def refuse_unreachable(name: str, module: str, device: Any, *, processes: bool) -> None:

@@ -99,6 +99,9 @@ class Plan:
     #: the files of the user's own modules the launch's module imports, those whose text
     #: :attr:`source` holds (found once, as it was read)
     own_files: tuple[Path, ...] = ()
+    #: the module whose text heads :attr:`source`: the one that declares the kernel, where
+    #: it imports the launch from another of the user's modules (``None``: the launch's)
+    module: str | None = None
     #: :attr:`source` read again as the files hold it now (``None``: read once only)
     reread: Callable[[], str] | None = None
     #: ``check=``: the outputs compared with the reference's (none given: every one)
@@ -366,18 +369,22 @@ class ShortKernel(Kernel):
         return self.source() if reread is None or callable(source) else reread()
 
     def code_modules(self) -> tuple[str, ...]:
-        """The launch's module, the user's own modules it imports (those whose text the
-        source holds) and the modules of the functions the launch reaches from there (a
-        ``@triton.jit`` function given it from another module, through a closure too)."""
+        """The module that declares the kernel and the launch's (one module but where the
+        launch is imported from another), the user's own modules it imports (those whose
+        text the source holds) and the modules of the functions the launch reaches from
+        there (a ``@triton.jit`` function given it from another module, through a closure
+        too)."""
         from sweeper.kernels._own_modules import modules_at, theirs
         from sweeper.kernels._reached import reached_modules
 
         launch = self.plan.launch
-        main = getattr(launch, "__module__", None) or type(self).__module__
+        main = self.plan.module or getattr(launch, "__module__", None) or \
+            type(self).__module__
         if theirs(main) or main == "__main__":    # sweeper.cuda's launch; a notebook's
             return (main,)
-        return tuple(dict.fromkeys([main, *modules_at(self.plan.own_files),
-                                    *(m for m, _ in reached_modules([launch], main))]))
+        mine = getattr(launch, "__module__", None) or main
+        return tuple(dict.fromkeys([main, mine, *modules_at(self.plan.own_files),
+                                    *(m for m, _ in reached_modules([launch], mine))]))
 
     def source_files(self) -> tuple[Path, ...]:
         """The file of the module that declares the launch, those of the user's own
@@ -393,7 +400,7 @@ class ShortKernel(Kernel):
 
         launch = self.plan.launch
         own = getattr(launch, "files", None)
-        name = getattr(launch, "__module__", "")
+        name = self.plan.module or getattr(launch, "__module__", None) or ""
         module = () if name == "__main__" else files_of(sys.modules.get(name))
         imported = self.plan.own_files if module else ()
         absent = getattr(launch, "absent", None)

@@ -85,6 +85,11 @@ class Declaration:
     #: kernel declared without it keeps the hash it had before ``verify=`` was
     verify: Callable[[dict[str, Any], dict[str, Any]], object] | None = field(
         default=None, repr=False)
+    #: the module whose code called :func:`kernel` (``None``: not known): where it is
+    #: another of the user's modules than the launch's, its text heads the kernel's
+    #: source (:func:`_source`), so that an edit of the declaration (its ``reference=``)
+    #: is a new version too; no part of a ``__main__`` kernel's source (:func:`_unfiled`)
+    declared_in: str | None = field(default=None, repr=False, compare=False)
 
     def build(self, launch: Callable[..., Any]) -> type[ShortKernel]:
         """The :class:`ShortKernel` subclass that launches with ``launch``."""
@@ -337,12 +342,12 @@ class Declaration:
         wrong = check_problem(self.check, tuple(outputs))
         if wrong is not None:
             raise SweeperError(f"kernel {name}: check{wrong[0]}: {wrong[1]}")
-        source, own_files = _source(launch, self) if sourced else ("", ())
+        source, own_files, module = _source(launch, self) if sourced else ("", (), None)
         return Plan(launch=launch, reference=self.reference, inputs=inputs, outputs=outputs,
                     tolerances=tolerances, bytes_moved=_counted(name, "bytes_moved",
                                                                 self.bytes_moved, dims),
                     flops=_counted(name, "flops", self.flops, dims), baseline=self.baseline,
-                    refuse=self.refuse, source=source, own_files=own_files,
+                    refuse=self.refuse, source=source, own_files=own_files, module=module,
                     reread=functools.partial(_source_now, launch, self) if sourced else None,
                     check=tuple(self.check or ()), verify=self.verify)
 
@@ -619,9 +624,11 @@ def _counted(kernel: str, what: str, raw: Count | None, dims: tuple[str, ...]
 
 
 def _source(launch: Callable[..., Any], declared: Declaration
-            ) -> tuple[str | Callable[[], str], tuple[Path, ...]]:
+            ) -> tuple[str | Callable[[], str], tuple[Path, ...], str | None]:
     """What identifies the kernel's version in a study: the source of the module that
-    declares it (its Triton code too; as its import read it, where it was imported so:
+    declares it (the launch's, or where the launch is imported from another of the
+    user's modules, the one that called :func:`kernel`, whose own imports then hold the
+    launch's module; its Triton code too; as its import read it, where it was imported so:
     :func:`~sweeper.kernels._own_modules.loaded_text`) and of the user's own modules it imports
     (:func:`~sweeper.kernels._own_modules.own_source`); in ``__main__`` (a notebook, a
     script) or a module without a file, the code the declaration reaches
@@ -633,9 +640,16 @@ def _source(launch: Callable[..., Any], declared: Declaration
     changes once it runs.  The code a kernel in ``__main__`` reaches is read as a study
     asks for it: a notebook cell run again redefines the ``@triton.jit`` function the
     launch calls by its name, which is then the code that runs."""
-    from sweeper.kernels._own_modules import loaded_text, own_modules, source_of
+    from sweeper.kernels._own_modules import loaded_text, own_modules, source_of, theirs
 
     module = sys.modules.get(getattr(launch, "__module__", ""))
+    declaring = sys.modules.get(declared.declared_in or "")
+    moved = None
+    if module is not None and declaring is not None and declaring is not module and \
+            declaring.__name__ != "__main__" and getattr(declaring, "__file__", None) and \
+            not theirs(module.__name__) and not theirs(declaring.__name__):
+        module = declaring
+        moved = declaring.__name__
     own = getattr(launch, "kernel_source", None)          # a compiled launch's own code
     imported: list[tuple[str, Path]] = []
     head: str | Callable[[], str] = ""
@@ -653,8 +667,8 @@ def _source(launch: Callable[..., Any], declared: Declaration
                 head += source_of(imported)
     files = tuple(path for _, path in imported)
     if callable(head) or callable(own):
-        return functools.partial(_joined, head, own), files
-    return head, files
+        return functools.partial(_joined, head, own), files, moved
+    return head, files, moved
 
 
 def _source_now(launch: Callable[..., Any], declared: Declaration) -> str:
@@ -684,7 +698,8 @@ def _unfiled(launch: Callable[..., Any], declared: Declaration, main: str = "__m
     the rest of the notebook or script (the sweep's own call, the analysis) none."""
     from sweeper.kernels._reached import ADDRESS, reached_source
 
-    roots = [launch, *(getattr(declared, f.name) for f in fields(declared))]
+    roots = [launch, *(getattr(declared, f.name) for f in fields(declared)
+                       if f.name != "declared_in")]
     text = ADDRESS.sub("", repr(declared)) + "\0" + reached_source(roots, main)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -777,10 +792,24 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model,
-        refuse=refuse, check=check, verify=verify)
+        refuse=refuse, check=check, verify=verify, declared_in=_caller_module())
     # the decorator a user applies is a call of the API too: its errors cut at it
     return cut_at_call(declared.checked_build) if launch is None else \
         declared.checked_build(launch)
+
+
+def _caller_module() -> str | None:
+    """The module of the first caller outside sweeper: the one whose code called
+    :func:`kernel` (through the API's wrappers)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__")
+        if not isinstance(name, str):
+            return None
+        if name != "sweeper" and not name.startswith("sweeper."):
+            return name
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
 
 
 def _one_array(footprint_bytes: str | None) -> bool:

@@ -235,9 +235,11 @@ def module_source_hash(target: str) -> str | None:
     that includes, its entry, arguments, NVRTC options and shared memory, read as a run
     reads them,
     nothing compiled (:meth:`_Reader.cuda_launch`).  ``None`` for any other kernel (a
-    Kernel subclass hashes its class; a launch imported from another module hashes
-    that one's), a module that cannot be found or read, or a ``.cu`` file that cannot
-    (a run refuses to import it)."""
+    Kernel subclass hashes its class; a launch imported from another module, where
+    only importing it tells whose text heads the hash: this module's where the launch
+    is the user's, the launch's module's where it is a library's), a module that
+    cannot be found or read, or a ``.cu`` file that cannot (a run refuses to import
+    it)."""
     module, _, attr = target.partition(":")
     found = module_file(module)
     if found is None:
