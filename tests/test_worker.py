@@ -389,6 +389,29 @@ def test_copy_study_takes_a_study_folder_as_report_and_export_do(tmp_path, monke
 
 
 
+def test_copy_study_refuses_a_target_in_the_study_it_copies(tmp_path, monkeypatch, capsys):
+    """``--to`` the study's own folder, a folder inside it, or its studies folder (links
+    resolved) would nest the study in itself (``a/s/s``) or land on it: one line, exit
+    2, nothing written."""
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    name = "copy-fp32-replay"
+    study = tmp_path / "a" / name
+    (tmp_path / "link").symlink_to(study)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    capsys.readouterr()
+    for to, where in ((study, "lies inside"), (study / "sub", "lies inside"),
+                      (tmp_path / "link", "lies inside"), (tmp_path / "a", "is")):
+        assert main(["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+                     "--to", str(to)]) == 2
+        assert capsys.readouterr().err == (
+            f"sweeper: --to {to}: the copy would go to {to / name}, which {where} the folder "
+            f"of the study being copied ({study}); allowed: a studies folder outside "
+            f"{study}\n")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 def test_copy_study_refuses_a_url_no_storage_takes(tmp_path, monkeypatch, capsys):
     """``--to sqlite:///x.db`` (or ``file://``) is a URL, not a folder: refused in one
     line, exit 2, where it made a folder named ``sqlite:`` and copied the study into it."""
