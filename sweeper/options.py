@@ -150,6 +150,30 @@ def seconds(text: str | float, shown: str | None = None) -> float:
         raise OptionValueError(str(err)) from None
 
 
+#: The shortest claim lease a worker takes (``--lease``): a claim is renewed every third
+#: of its lease (:data:`~sweeper.sweep._claims.BEATS_PER_LEASE`), and each renewal is a
+#: write to the store (a database round trip, or a wait for the study's lock behind another
+#: worker's write) that must land before the lease runs out; at 3 s a renewal every second
+#: may be two seconds late.  Shorter (``1ms``), claims lapse between renewals and several
+#: workers measure the same config.
+MIN_LEASE_S = 3.0
+
+
+def lease(text: str | float, shown: str | None = None) -> float:
+    """A worker's claim lease in seconds (``--lease``, :class:`sweeper.engine.WorkerOptions`'s
+    ``lease_s``): a duration as :func:`seconds` takes it, at least :data:`MIN_LEASE_S`;
+    refused quoting ``shown`` where given, else the text."""
+    value = seconds(text, shown)
+    if value < MIN_LEASE_S:
+        raise OptionValueError(
+            f"{shown if shown is not None else repr(str(text)[:40])} is shorter than "
+            f"{MIN_LEASE_S:g}s: a worker renews its claim every third of the lease, and a "
+            "renewal (a database round trip, a wait for the study's lock) that lands after "
+            "the lease ran out lets another worker measure the same config; allowed: "
+            f"{MIN_LEASE_S:g}s or longer (default 60s)")
+    return value
+
+
 def check_study_name(name_shown: str, name: str) -> None:
     """Refuse a study name given as an option by the rule the space file's ``study:``
     follows (:mod:`sweeper.core._names`); the message starts with ``name_shown``, the
@@ -177,7 +201,8 @@ def study_folder(studies_dir: str, name: str, keyword: str = "studies_dir") -> P
     return folder
 
 
-__all__ = ["OptionValueError", "check_study_name", "digits", "gpu_list", "seconds",
+__all__ = ["MIN_LEASE_S", "OptionValueError", "check_study_name", "digits", "gpu_list", "lease",
+           "seconds",
            "study_folder", "trial_budget", "trials_within", "worker_name"]
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from sweeper.api import load_study
 from sweeper.cli import main
-from sweeper.errors import StudyWarning
+from sweeper.errors import StudyError, StudyWarning
 from sweeper.store import JOURNAL, REJECTED, StudyStore
 from tests.test_hostile_reach import TINY
 
@@ -193,6 +193,45 @@ def test_a_config_recorded_twice_keeps_the_first(measured, tmp_path, capsys):
     first = next(i for i, d in enumerate(_records(study), 1) if d.get("number") == 1)
     _checked(study, space, line, rf"trial #7 measures the config of trial #1 "
                                  rf"\(line {first}\) again; the first is kept", capsys)
+
+
+@pytest.mark.parametrize("damage", ["emptied", "an axis deleted"])
+def test_study_axes_that_leave_out_every_trial_are_a_damaged_study_json(
+        damage, measured, tmp_path, capsys):
+    """``study.json`` whose axes leave out every trial of its journal (``"axes": {}``, or
+    an axis every trial chooses from deleted) is damaged, not every journal line: run,
+    worker, report and the API each refuse it in one line naming its ``axes`` line, exit
+    2, and nothing is moved, where a run moved every finished trial to
+    ``trials.rejected.jsonl`` and measured the study again."""
+    study, space = _copy(measured, tmp_path)
+    meta = json.loads((study / "study.json").read_text())
+    if damage == "emptied":
+        meta["axes"] = {}
+    else:
+        del meta["axes"]["grid"]
+    (study / "study.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    line = next(i for i, x in enumerate((study / "study.json").read_text().splitlines(), 1)
+                if x.startswith('  "axes": '))
+    before = {p.name: p.read_bytes() for p in study.iterdir()}
+    first = next(i for i, d in enumerate(_records(study), 1) if d.get("kind") == "trial")
+    said = (f"sweeper: {study / 'study.json'}:{line}: its axes leave out every one of the "
+            f"journal's 2 trials (first {study / JOURNAL}:{first}: trial #0: axis 'grid' is "
+            "not one of the study's axes (")
+    advice = ("), so study.json is damaged; restore its axes (every axis and label the "
+              "trials choose from, as the space file gives them), or move the study folder "
+              "away; nothing was moved\n")
+    capsys.readouterr()
+    for command in (["run", str(space), "--device", "interpret", "--studies-dir",
+                     str(study.parent), "--quiet", "--no-report"],
+                    ["worker", str(space), "--study", study.name, "--device", "interpret",
+                     "--studies-dir", str(study.parent)],
+                    ["report", str(study)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(said) and err.endswith(advice) and err.count("\n") == 1, err
+    with pytest.raises(StudyError, match=re.escape(said[len("sweeper: "):])):
+        load_study(study).trials_dataframe()
+    assert {p.name: p.read_bytes() for p in study.iterdir()} == before
 
 
 def test_a_resume_with_more_labels_widens_the_study_and_keeps_every_trial(measured, tmp_path,

@@ -389,6 +389,29 @@ def test_copy_study_takes_a_study_folder_as_report_and_export_do(tmp_path, monke
 
 
 
+def test_copy_study_refuses_a_target_in_the_study_it_copies(tmp_path, monkeypatch, capsys):
+    """``--to`` the study's own folder, a folder inside it, or its studies folder (links
+    resolved) would nest the study in itself (``a/s/s``) or land on it: one line, exit
+    2, nothing written."""
+    monkeypatch.chdir(ROOT)
+    assert main(["run", *SPACE, "--studies-dir", str(tmp_path / "a"), "--quiet",
+                 "--no-report", "--trials", "3"]) == 0
+    name = "copy-fp32-replay"
+    study = tmp_path / "a" / name
+    (tmp_path / "link").symlink_to(study)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    capsys.readouterr()
+    for to, where in ((study, "lies inside"), (study / "sub", "lies inside"),
+                      (tmp_path / "link", "lies inside"), (tmp_path / "a", "is")):
+        assert main(["copy-study", name, "--studies-dir", str(tmp_path / "a"),
+                     "--to", str(to)]) == 2
+        assert capsys.readouterr().err == (
+            f"sweeper: --to {to}: the copy would go to {to / name}, which {where} the folder "
+            f"of the study being copied ({study}); allowed: a studies folder outside "
+            f"{study}\n")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 def test_copy_study_refuses_a_url_no_storage_takes(tmp_path, monkeypatch, capsys):
     """``--to sqlite:///x.db`` (or ``file://``) is a URL, not a folder: refused in one
     line, exit 2, where it made a folder named ``sqlite:`` and copied the study into it."""
@@ -606,6 +629,36 @@ def test_copy_study_counts_the_lines_it_left_out(bad, says, tmp_path, monkeypatc
     assert capsys.readouterr().err.splitlines()[-1] == f"sweeper: {says.format(journal)}"
 
 
+@pytest.mark.parametrize("lease", ["1ms", "2.9s", "2s900ms"])
+def test_a_lease_its_heartbeat_cannot_keep_alive_is_refused(lease, tmp_path, monkeypatch,
+                                                           capsys):
+    """A claim is renewed every third of its lease; a lease so short that renewals land
+    after it ran out (``--lease 1ms``) let several workers measure one config.  Below
+    :data:`~sweeper.options.MIN_LEASE_S`, 3 s, it is refused in one line with the floor
+    and why, exit 2, nothing written; from the command and from
+    :class:`~sweeper.engine.WorkerOptions` alike.  The floor itself is taken."""
+    from sweeper.engine import WorkerOptions, run_worker
+    from sweeper.errors import SweeperError
+    from sweeper.options import MIN_LEASE_S, seconds
+    from sweeper.options import lease as lease_of
+
+    monkeypatch.chdir(ROOT)
+    why = ("is shorter than 3s: a worker renews its claim every third of the lease, and a "
+           "renewal (a database round trip, a wait for the study's lock) that lands after "
+           "the lease ran out lets another worker measure the same config; allowed: 3s or "
+           "longer (default 60s)")
+    assert main(["worker", *SPACE, "--study", "s", "--studies-dir", str(tmp_path),
+                 "--lease", lease]) == 2
+    assert capsys.readouterr().err == (f"sweeper worker: argument --lease: "
+                                       f"{lease!r} {why} (see sweeper worker --help)\n")
+    lease_s = seconds(lease)
+    with pytest.raises(SweeperError) as refused:
+        run_worker(WorkerOptions(study="s", studies_dir=str(tmp_path), lease_s=lease_s))
+    assert str(refused.value) == f"lease_s: {lease_s!r} {why}"
+    assert list(tmp_path.iterdir()) == []
+    assert lease_of("3s") == MIN_LEASE_S == 3.0
+
+
 def test_a_worker_that_lost_its_claim_counts_only_the_trials_it_kept(storage, tmp_path,
                                                                       monkeypatch, capsys):
     """A worker stalled past its lease (suspended, cut off) finds its config measured and
@@ -619,6 +672,8 @@ def test_a_worker_that_lost_its_claim_counts_only_the_trials_it_kept(storage, tm
     from sweeper.sweep._claims import Claims
 
     monkeypatch.chdir(ROOT)
+    # a stall past a lease shorter than a worker takes: the test waits for it to run out
+    monkeypatch.setattr("sweeper.options.MIN_LEASE_S", 0.1)
     name = f"stalled{uuid.uuid4().hex[:8]}"
     spec = storage[1] if storage else None
     other: list[Any] = []

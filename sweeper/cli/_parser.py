@@ -29,6 +29,7 @@ from sweeper.errors import SweeperError
 from sweeper.options import (
     GPU_CHECK_TARGET,
     GPU_CHECKS,
+    MIN_LEASE_S,
     SCALES,
     OptionValueError,
     compile_workers,
@@ -36,6 +37,7 @@ from sweeper.options import (
     gpu_list,
     gpu_name,
     gpu_target,
+    lease,
     seconds,
     trial_budget,
     worker_name,
@@ -174,10 +176,11 @@ def _worker(sub: argparse._SubParsersAction[ArgumentParser]) -> None:
     worker.add_argument("--worker-id", type=_typed(worker_name),
                         help="this worker's name in claims, held by one live process at a "
                         "time (default: HOST:PID)")
-    worker.add_argument("--lease", type=_typed(seconds), default=60.0,
+    worker.add_argument("--lease", type=_typed(lease), default=60.0,
                         help="how long a claim outlives its last heartbeat before another "
-                        "worker may take the config (default 60s); a killed worker's "
-                        "claims go at once")
+                        "worker may take the config (default 60s, at least "
+                        f"{MIN_LEASE_S:g}s: a heartbeat every third of it must land in "
+                        "time); a killed worker's claims go at once")
     worker.add_argument("--trials", type=_typed(trial_budget),
                         help="stop after this many trials")
     worker.add_argument("--time", type=_typed(seconds), help="end the whole command within "

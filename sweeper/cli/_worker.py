@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from sweeper.cli._exits import EXIT_OK, signal_exit
 from sweeper.core._units import counted
@@ -62,8 +63,12 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
         # copy must open by it
         name = source.name if args.storage is not None else source.root.resolve().name
         check_study_name("study", name)
-        target = open_storage(args.to, study_folder(args.studies_dir, name)) \
-            if is_database(args.to) else StudyStore(study_folder(args.to, name, "target"))
+        if is_database(args.to):
+            target = open_storage(args.to, study_folder(args.studies_dir, name))
+        else:
+            target = StudyStore(study_folder(args.to, name, "target"))
+            if isinstance(source, StudyStore):
+                _outside_source(args.to, source.root, target.root)
         count = copy_study(source, target)
     except StorageError as err:     # worded for a run, which keeps what it appended
         raise StorageError(f"{err.failure}; nothing was copied (copy-study copies all or "
@@ -77,3 +82,16 @@ def cmd_copy_study(args: argparse.Namespace) -> int:
               f"{'is not a record was' if bad == 1 else 'are not records were'} left out",
               file=sys.stderr)
     return EXIT_OK
+
+
+def _outside_source(to: str, source: Path, target: Path) -> None:
+    """Refuse a copy whose folder ``target`` is the source study's folder ``source`` or
+    lies inside it (``--to studies/w1`` of the study ``studies/w1``), links resolved: it
+    would nest the study in itself (``studies/w1/w1``), a second copy that every later
+    copy or removal of the first one carries along."""
+    inside, lands = source.resolve(), target.resolve()
+    if lands.is_relative_to(inside):
+        where = "is" if lands == inside else "lies inside"
+        raise SweeperError(f"--to {to}: the copy would go to {target}, which {where} the "
+                           f"folder of the study being copied ({source}); allowed: a "
+                           f"studies folder outside {source}")

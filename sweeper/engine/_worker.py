@@ -17,7 +17,7 @@ from sweeper.engine._inputs import budgeted, kernel_for, space_and_device
 from sweeper.engine._options import SpaceSource
 from sweeper.engine._run import END_S, last_run
 from sweeper.errors import StudyError
-from sweeper.options import check_study_name, study_folder
+from sweeper.options import OptionValueError, check_study_name, lease, study_folder
 
 if TYPE_CHECKING:          # the store is imported where a worker opens it
     from sweeper.store import Storage
@@ -51,6 +51,10 @@ def run_worker(options: WorkerOptions) -> Any:
     """Sweep the study alongside other workers; returns the sweep's summary.  A Ctrl-C or
     SIGTERM stops it after the trial in flight, kept (its ``stopped_by`` says which)."""
     check_study_name(option("study"), options.study)
+    try:      # the command's parser checked --lease; a WorkerOptions built in Python, here
+        lease(options.lease_s, repr(options.lease_s))
+    except OptionValueError as err:
+        raise OptionValueError(f"lease_s: {err}") from None
     from sweeper.store._open import open_storage
 
     store = open_storage(options.storage, study_folder(options.studies_dir, options.study))

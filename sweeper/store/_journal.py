@@ -340,10 +340,13 @@ class JournalWriter:
     """Appends records to one study's journal: opened (locked, repaired) by a run."""
 
     def __init__(self, root: Path, axes: Callable[[], Axes | None] = lambda: None,
-                 tail: JournalTail | None = None) -> None:
+                 tail: JournalTail | None = None,
+                 check: Callable[[Scan], object] = lambda found: None) -> None:
         self.root = root
         self.path = root / JOURNAL
         self._axes = axes                  # the study's, read again at each open and append
+        #: raises where the journal as read must not be repaired (its study is damaged)
+        self._check = check
         #: the journal as read, shared with the store's readers: appended to by others
         self._tail = tail or JournalTail(self.path, axes)
         self._fds: list[int] = []          # the folder lock, then the journal
@@ -366,6 +369,7 @@ class JournalWriter:
         self._shared = shared
         try:
             found = scan(self.path, self._axes())
+            self._check(found)
             if found.bad and shared is None:
                 repair(self.path, found)
                 found = scan(self.path, self._axes())

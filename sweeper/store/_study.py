@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeper.core._units import counted
 from sweeper.errors import StudyError, WriteError
 from sweeper.fsio import (
     atomic_write,
@@ -31,9 +32,9 @@ from sweeper.fsio import (
 )
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import BUSY_COPY, ClaimsFile, StudyLock, WorkerLocks, locked
-from sweeper.store._journal import JOURNAL, JournalTail, JournalWriter, Scan, read_bytes
+from sweeper.store._journal import JOURNAL, JournalTail, JournalWriter, Scan, read_bytes, scan
 from sweeper.store._ledger import Axes, study_axes
-from sweeper.store._meta import checked_meta
+from sweeper.store._meta import checked_meta, key_line
 from sweeper.store._records import TrialRecord
 
 META = "study.json"
@@ -50,7 +51,7 @@ class StudyStore(Storage):
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self._tail = JournalTail(self.root / JOURNAL, self._axes)
-        self._writer = JournalWriter(self.root, self._axes, self._tail)
+        self._writer = JournalWriter(self.root, self._axes, self._tail, self._covered)
         self._axes_read: tuple[Any, Axes | None] | None = None
         self._warned: set[tuple[str, int]] = set()
         self._lock = StudyLock(self.root)
@@ -202,7 +203,28 @@ class StudyStore(Storage):
         """The journal as read now: the lines appended since the last read parsed, or the
         whole of it where it was replaced or the study's axes changed
         (:class:`~sweeper.store._journal.JournalTail`)."""
-        return self._tail.read()
+        return self._covered(self._tail.read())
+
+    def _covered(self, found: Scan) -> Scan:
+        """``found``, where ``study.json``'s axes leave in at least one of the journal's
+        trials.  Axes that leave out every one (``"axes": {}``, an axis deleted) say that
+        ``study.json`` is damaged, not every line of the journal: a StudyError naming its
+        ``axes`` line, before any trial is set aside or moved, where a run moved every
+        finished trial to ``trials.rejected.jsonl`` and measured the study again."""
+        if not found.bad or found.ledger.trials or found.ledger.axes is None:
+            return found
+        unchecked = scan(self.journal_path)       # the same lines, against no axes
+        if not unchecked.ledger.trials:
+            return found                          # no trial is good, whatever the axes
+        path = self.root / META
+        line = key_line(read_bytes(path) or b"", ("axes",))
+        first = next(b for b in found.bad if b.number in unchecked.ledger.trials.values())
+        raise StudyError(
+            f"{path}{'' if line is None else f':{line}'}: its axes leave out every one of the "
+            f"journal's {counted(len(unchecked.ledger.trials), 'trial')} (first "
+            f"{self.journal_path}:{first.number}: {first.reason}), so study.json is damaged; "
+            "restore its axes (every axis and label the trials choose from, as the space "
+            "file gives them), or move the study folder away; nothing was moved")
 
     def _axes(self) -> Axes | None:
         """The study's axes and labels (:func:`study_axes`), read again when ``study.json``

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 LEASE_S = 60.0
 #: The longest wait between two asks for the configs other workers hold.
 POLL_S = 0.5
+#: A claim is renewed this many times per lease: one renewal late or lost, the next still
+#: lands in time (:data:`~sweeper.options.MIN_LEASE_S`, the shortest lease a worker takes,
+#: leaves a renewal seconds to land).
+BEATS_PER_LEASE = 3
 
 
 @dataclass
@@ -45,13 +49,14 @@ class Held:
 
 
 class Claims:
-    """``worker_id``'s claims on ``store``, each renewed every third of ``lease_s`` while
-    its trial runs (several at once when the sweep has a worker per GPU)."""
+    """``worker_id``'s claims on ``store``, each renewed every third of ``lease_s``
+    (:data:`BEATS_PER_LEASE`) while its trial runs (several at once when the sweep has a
+    worker per GPU)."""
 
     def __init__(self, store: Storage, worker_id: str, lease_s: float = LEASE_S) -> None:
         self.store, self.worker_id, self.lease_s = store, worker_id, lease_s
         #: how long to wait between two asks for the configs other workers hold
-        self.poll_s = min(POLL_S, lease_s / 3)
+        self.poll_s = min(POLL_S, lease_s / BEATS_PER_LEASE)
         self._beats: dict[str, tuple[threading.Event, threading.Thread]] = {}
         #: the kernel source a config is claimed on where a resume with ``--force``
         #: changed it (a config measured only on an earlier one is claimable again);
@@ -88,7 +93,7 @@ class Claims:
         fails a renewal (down, or past a time limit) is tried again at the next beat: a
         thread has no one to tell, and the worker's next write says it in one line (the
         claim, if it lapses meanwhile, is another worker's to take)."""
-        while not stop.wait(self.lease_s / 3):
+        while not stop.wait(self.lease_s / BEATS_PER_LEASE):
             try:
                 if not self.store.heartbeat(key, self.worker_id, self.lease_s):
                     return
