@@ -195,31 +195,19 @@ def test_a_config_recorded_twice_keeps_the_first(measured, tmp_path, capsys):
                                  rf"\(line {first}\) again; the first is kept", capsys)
 
 
-@pytest.mark.parametrize("damage", ["emptied", "an axis deleted"])
-def test_study_axes_that_leave_out_every_trial_are_a_damaged_study_json(
-        damage, measured, tmp_path, capsys):
-    """``study.json`` whose axes leave out every trial of its journal (``"axes": {}``, or
-    an axis every trial chooses from deleted) is damaged, not every journal line: run,
-    worker, report and the API each refuse it in one line naming its ``axes`` line, exit
-    2, and nothing is moved, where a run moved every finished trial to
-    ``trials.rejected.jsonl`` and measured the study again."""
-    study, space = _copy(measured, tmp_path)
+def _axes_damaged(study: Path, edit: Callable[[dict[str, Any]], None], key: str) -> int:
+    """``study.json``'s axes changed by ``edit``; the line of its entry ``key`` begins."""
     meta = json.loads((study / "study.json").read_text())
-    if damage == "emptied":
-        meta["axes"] = {}
-    else:
-        del meta["axes"]["grid"]
+    edit(meta["axes"])
     (study / "study.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    line = next(i for i, x in enumerate((study / "study.json").read_text().splitlines(), 1)
-                if x.startswith('  "axes": '))
+    return next(i for i, x in enumerate((study / "study.json").read_text().splitlines(), 1)
+                if x.startswith(key))
+
+
+def _refused(study: Path, space: Path, said: str, advice: str, capsys) -> None:
+    """Run, worker, report and the API each refuse ``study`` in one line beginning with
+    ``said`` and ending with ``advice``, exit 2, and nothing in its folder changes."""
     before = {p.name: p.read_bytes() for p in study.iterdir()}
-    first = next(i for i, d in enumerate(_records(study), 1) if d.get("kind") == "trial")
-    said = (f"sweeper: {study / 'study.json'}:{line}: its axes leave out every one of the "
-            f"journal's 2 trials (first {study / JOURNAL}:{first}: trial #0: axis 'grid' is "
-            "not one of the study's axes (")
-    advice = ("), so study.json is damaged; restore its axes (every axis and label the "
-              "trials choose from, as the space file gives them), or move the study folder "
-              "away; nothing was moved\n")
     capsys.readouterr()
     for command in (["run", str(space), "--device", "interpret", "--studies-dir",
                      str(study.parent), "--quiet", "--no-report"],
@@ -232,6 +220,46 @@ def test_study_axes_that_leave_out_every_trial_are_a_damaged_study_json(
     with pytest.raises(StudyError, match=re.escape(said[len("sweeper: "):])):
         load_study(study).trials_dataframe()
     assert {p.name: p.read_bytes() for p in study.iterdir()} == before
+
+
+@pytest.mark.parametrize("damage", ["emptied", "an axis deleted"])
+def test_study_axes_that_leave_out_every_trial_are_a_damaged_study_json(
+        damage, measured, tmp_path, capsys):
+    """``study.json`` whose axes leave out every trial of its journal (``"axes": {}``, or
+    an axis every trial chooses from deleted) is damaged, not every journal line: run,
+    worker, report and the API each refuse it in one line naming its ``axes`` line, exit
+    2, and nothing is moved, where a run moved every finished trial to
+    ``trials.rejected.jsonl`` and measured the study again."""
+    study, space = _copy(measured, tmp_path)
+    line = _axes_damaged(study, dict.clear if damage == "emptied" else
+                         lambda axes: axes.pop("grid"), '  "axes": ')
+    first = next(i for i, d in enumerate(_records(study), 1) if d.get("kind") == "trial")
+    said = (f"sweeper: {study / 'study.json'}:{line}: its axes leave out every one of the "
+            f"journal's 2 trials (first {study / JOURNAL}:{first}: trial #0: axis 'grid' is "
+            "not one of the study's axes (")
+    advice = ("), so study.json is damaged; restore its axes (every axis and label the "
+              "trials choose from, as the space file gives them), or move the study folder "
+              "away; nothing was moved\n")
+    _refused(study, space, said, advice, capsys)
+
+
+def test_study_axes_that_lose_a_label_of_the_recorded_space_are_a_damaged_study_json(
+        measured, tmp_path, capsys):
+    """``study.json`` whose axes lost a label that the space it records gives and a trial
+    chooses is damaged, not that trial's line, though other trials are in the axes: run,
+    worker, report and the API refuse it in one line naming the axis's line and the label,
+    exit 2, and nothing is moved, where a run moved the trials of that label to
+    ``trials.rejected.jsonl`` and measured them again."""
+    study, space = _copy(measured, tmp_path)
+    line = _axes_damaged(study, lambda axes: axes.update(BLOCK=["256"]), '    "BLOCK": [')
+    first = next(i for i, d in enumerate(_records(study), 1)
+                 if d.get("kind") == "trial" and d["choice"]["BLOCK"] == "1024")
+    said = (f"sweeper: {study / 'study.json'}:{line}: its axes leave out BLOCK '1024', "
+            "which the space the study records gives and the journal's trials choose "
+            f"(1 trial, first {study / JOURNAL}:{first}), so study.json is damaged; "
+            "restore '1024' to its axis 'BLOCK' (every label the trials choose from, as the "
+            "space file gives them), or move the study folder away; nothing was moved")
+    _refused(study, space, said, "nothing was moved\n", capsys)
 
 
 def test_a_resume_with_more_labels_widens_the_study_and_keeps_every_trial(measured, tmp_path,

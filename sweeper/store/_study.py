@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeper.core._units import counted
 from sweeper.errors import StudyError, WriteError
 from sweeper.fsio import (
     atomic_write,
@@ -30,6 +29,7 @@ from sweeper.fsio import (
     staging_dir,
     write_error,
 )
+from sweeper.store._axes_damage import axes_refused
 from sweeper.store._base import RawRecord, Storage, check_copied, kept_once, record_key
 from sweeper.store._claims_file import BUSY_COPY, ClaimsFile, StudyLock, WorkerLocks, locked
 from sweeper.store._journal import JOURNAL, JournalTail, JournalWriter, Scan, read_bytes, scan
@@ -206,25 +206,26 @@ class StudyStore(Storage):
         return self._covered(self._tail.read())
 
     def _covered(self, found: Scan) -> Scan:
-        """``found``, where ``study.json``'s axes leave in at least one of the journal's
-        trials.  Axes that leave out every one (``"axes": {}``, an axis deleted) say that
-        ``study.json`` is damaged, not every line of the journal: a StudyError naming its
-        ``axes`` line, before any trial is set aside or moved, where a run moved every
-        finished trial to ``trials.rejected.jsonl`` and measured the study again."""
-        if not found.bad or found.ledger.trials or found.ledger.axes is None:
+        """``found``, where ``study.json``'s axes are not damaged
+        (:func:`~sweeper.store._axes_damage.axes_refused`: they leave out every trial of
+        the journal, or a label its recorded space gives that a trial chooses); else a
+        StudyError naming their line, before any trial is set aside or moved, where a run
+        moved those finished trials to ``trials.rejected.jsonl`` and measured them again."""
+        if not found.bad or found.ledger.axes is None:
             return found
-        unchecked = scan(self.journal_path)       # the same lines, against no axes
-        if not unchecked.ledger.trials:
-            return found                          # no trial is good, whatever the axes
+        refused = axes_refused(found, lambda: scan(self.journal_path), self.meta(),
+                               self._meta_place, str(self.journal_path), "study.json",
+                               "move the study folder away")
+        if refused is not None:
+            raise refused
+        return found
+
+    def _meta_place(self, keys: tuple[str, ...]) -> str:
+        """``study.json``'s entry at the key path ``keys`` as messages name it
+        (``study.json:LINE``, its line where the file shows it)."""
         path = self.root / META
-        line = key_line(read_bytes(path) or b"", ("axes",))
-        first = next(b for b in found.bad if b.number in unchecked.ledger.trials.values())
-        raise StudyError(
-            f"{path}{'' if line is None else f':{line}'}: its axes leave out every one of the "
-            f"journal's {counted(len(unchecked.ledger.trials), 'trial')} (first "
-            f"{self.journal_path}:{first.number}: {first.reason}), so study.json is damaged; "
-            "restore its axes (every axis and label the trials choose from, as the space "
-            "file gives them), or move the study folder away; nothing was moved")
+        line = key_line(read_bytes(path) or b"", keys)
+        return f"{path}{'' if line is None else f':{line}'}"
 
     def _axes(self) -> Axes | None:
         """The study's axes and labels (:func:`study_axes`), read again when ``study.json``
