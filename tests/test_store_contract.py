@@ -467,6 +467,34 @@ def test_a_record_outside_the_study_is_set_aside_by_every_reader(backend):
         assert [t.number for t in fresh(backend).records()[0]] == [0, 1, 2]
 
 
+#: a space file whose axes are META's (with those resolving a choice fills in)
+SPACE = ("kernel: copy\nparams:\n  grid: [sms, 2*sms, 4*sms, 8*sms]\n"
+         "  block: [32, 64, 128, 256]\n  BLOCK: [1024, 2048]\n")
+
+
+@pytest.mark.parametrize("axes", [{}, {**META["axes"], "BLOCK": ["1024"]}])
+def test_axes_damaged_in_the_metadata_refuse_the_study_and_set_no_trial_aside(backend, axes):
+    """Metadata whose axes leave out every trial, or a label of the space the study records
+    that a trial chooses, is refused by every reader (one line naming the axis and the
+    label), rather than those finished trials set aside to be measured again; once the
+    axes are restored every trial reads back."""
+    store = make(backend, {**META, "space_text": SPACE})
+    store.append(trial(0))
+    store.append(dataclasses.replace(trial(1), choice={**trial(1).choice, "BLOCK": "2048"}))
+    store.close()
+    store.update_meta(axes=axes)
+    reader = fresh(backend)
+    said = (r"its axes leave out every one of the journal's 2 trials \(first .*:1: "
+            r"trial #0: axis 'grid' is not one of the study's axes" if not axes else
+            r"its axes leave out BLOCK '2048', which the space the study records gives "
+            r"and the journal's trials choose \(1 trial, first .*:2\), so .* is damaged; "
+            r"restore '2048' to its axis 'BLOCK' \(every label")
+    with pytest.raises(StudyError, match=said):
+        reader.records()
+    store.update_meta(axes=META["axes"])
+    assert [t.number for t in fresh(backend).records()[0]] == [0, 1]
+
+
 def test_a_resumed_study_widens_its_axes_to_the_space_it_runs(backend):
     store = make(backend)
     store.note_resumed("2026-12-01T10:00:00+00:00", {"grid": ["sms", "16*sms"], "WARPS": ["4"]})

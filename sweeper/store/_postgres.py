@@ -52,6 +52,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from sweeper.errors import StorageError, StudyError, SweeperError
+from sweeper.store._axes_damage import axes_refused
 from sweeper.store._base import Storage, check_copied, counts, kept_once, record_key
 from sweeper.store._claims_file import BUSY_COPY, BUSY_RUN, Held, busy, worker_taken
 from sweeper.store._journal import Scan, encode_record, scan_bytes
@@ -398,14 +399,24 @@ class PostgresStore(Storage):
             return self._scan_in(c)
 
     def _scan_in(self, c: sa.Connection) -> Scan:
-        """:meth:`_scan` as connection ``c`` sees the study (within its transaction)."""
+        """:meth:`_scan` as connection ``c`` sees the study (within its transaction); a
+        StudyError where the metadata's axes are damaged
+        (:func:`~sweeper.store._axes_damage.axes_refused`), as a study folder's are
+        refused, rather than its trials set aside."""
         try:
-            axes = study_axes(self._meta(c, lock=False))
+            meta = self._meta(c, lock=False)
         except StudyError:
-            axes = None                     # no study (no records) or its metadata says why
+            meta = {}                       # no study (no records) or its metadata says why
         lines = c.execute(sa.select(RECORDS.c.line).where(RECORDS.c.study == self._name)
                           .order_by(RECORDS.c.seq)).scalars().all()
-        return scan_bytes(b"".join(line.encode() + b"\n" for line in lines), axes)
+        data = b"".join(line.encode() + b"\n" for line in lines)
+        found = scan_bytes(data, study_axes(meta))
+        refused = axes_refused(found, lambda: scan_bytes(data), meta,
+                               lambda keys: self.location, self.location,
+                               f"its metadata ({STUDIES.name}.meta)", "give another --study")
+        if refused is not None:
+            raise refused
+        return found
 
     def trials_counted(self) -> int:
         """See :meth:`Storage.trials_counted`: the trial rows appended since the last
