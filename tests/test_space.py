@@ -688,3 +688,24 @@ def test_an_adaptive_setting_beside_repeat_alone_is_refused_at_its_line(tmp_path
                  "{repeat: 3, stop: fixed}"):
         parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\nmeasure: {fine}\n",
                     file="s.yaml")
+
+
+def test_a_measure_cache_that_contradicts_the_cache_axis_is_refused(tmp_path):
+    """``params.cache`` sets the cache axis, so a ``measure.cache`` beside it that says
+    otherwise would go unread: refused at its line, naming the axis's line; saying the
+    same (``both`` beside ``[warm, cold]``) is no contradiction, and ``-p cache=...`` is
+    this run's and wins over the file's ``measure.cache``."""
+    text = "kernel: copy\nparams:\n  cache: [cold]\nmeasure:\n  cache: {}\n"
+    with pytest.raises(SpaceError) as err:
+        parse(text.format("warm"))
+    assert str(err.value) == ("s.yaml:5: measure.cache: 'warm' contradicts params.cache "
+                              "(cold, at s.yaml:3), the cache axis it would set; allowed: "
+                              "one of them, or both saying the same")
+    with pytest.raises(SpaceError, match=r"^s.yaml:5: measure.cache: 'both' contradicts"):
+        parse(text.format("both"))
+    assert parse(text.format("cold")).axis("cache").labels == ("cold",)
+    both = "kernel: copy\nparams: {cache: [warm, cold]}\nmeasure: {cache: both}\n"
+    assert parse(both).axis("cache").labels == ("warm", "cold")
+    path = tmp_path / "s.yaml"
+    path.write_text(text.format("cold"))
+    assert load_space(path, ["cache=warm"]).axis("cache").labels == ("warm",)

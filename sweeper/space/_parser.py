@@ -314,6 +314,7 @@ class _Parser:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
         axes = self.axes(data["params"], cache_modes)
+        self.one_cache(data.get("measure"), axes, cache_modes)
         self.size(axes)
         self.fits_kernel(axes)
         order = self.order(axes)
@@ -827,6 +828,22 @@ class _Parser:
         if "duty" in fields:
             fields["duty"], fields["duty_s"] = fields["duty"]
         return MeasureSpec(**fields), list(CACHE_MODES) if cache == "both" else [cache]
+
+    def one_cache(self, measure: Any, axes: list[Axis], modes: list[str]) -> None:
+        """``measure.cache`` beside a ``params.cache`` the files write (``-p cache=...``
+        is this run's and wins) must say the same: the axis decides, so a
+        ``measure.cache`` that says otherwise would go unread, unsaid."""
+        written = self.where.get("params.cache")
+        if not (isinstance(measure, dict) and "cache" in measure and written is not None
+                and written[1] is not None):
+            return
+        axis = next(a for a in axes if a.name == "cache")
+        labels = [v.label for v in axis.values]
+        if set(labels) != set(modes):
+            raise self.error("measure.cache", f"{shown(measure['cache'])} contradicts "
+                             f"params.cache ({', '.join(labels)}, at "
+                             f"{written[0]}:{written[1]}), the cache axis it would set; "
+                             "allowed: one of them, or both saying the same")
 
     def declared(self, value: Any, params: Any, named_by: str = "kernel"
                  ) -> tuple[str, tuple[tuple[str, str], ...]]:
