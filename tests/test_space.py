@@ -709,3 +709,48 @@ def test_a_measure_cache_that_contradicts_the_cache_axis_is_refused(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(text.format("cold"))
     assert load_space(path, ["cache=warm"]).axis("cache").labels == ("warm",)
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ("{footprint: [16KiB, 16384]}",
+     "s.yaml:2: params.footprint[1]: '16384' is '16KiB' again (both 16384); allowed: each "
+     "value once"),
+    ("{footprint: [16KiB, 16384B]}",
+     "s.yaml:2: params.footprint[1]: '16384B' is '16KiB' again (both 16384); allowed: each "
+     "value once"),
+    ("{BLOCK: ['2*128', 256]}",
+     "s.yaml:2: params.BLOCK[1]: '256' is '2*128' again (both 256); allowed: each value once"),
+    ("{t: {zip: {footprint: [16KiB, 16384], BLOCK: [256, '2*128']}}}",
+     "s.yaml:2: params.t.zip: a row appears twice"),
+])
+def test_one_value_spelt_twice_is_refused_as_a_value_given_twice(params, message):
+    """``16KiB`` and ``16384`` are one footprint: measured as two values, the sweep ran the
+    same config twice under two labels, and the report showed it as two problems."""
+    with pytest.raises(SpaceError) as err:
+        parse(f"kernel: copy\nparams: {params}\n")
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kernel: copy\nparams: {BLOCK: [0400]}\n",
+     "s.yaml:2: params.BLOCK[0]: 0400 has a leading zero, which YAML reads as an octal "
+     "number (256); allowed: 400 without it, or quotes where text is meant"),
+    ("kernel: copy\nparams: {BLOCK: [256]}\nbudget: {trials: 0010}\n",
+     "s.yaml:3: budget.trials: 0010 has a leading zero, which YAML reads as an octal "
+     "number (8); allowed: 10 without it, or quotes where text is meant"),
+])
+def test_a_leading_zero_yaml_reads_as_octal_is_refused(tmp_path, text, message):
+    """YAML 1.1 reads a plain ``0400`` as octal 256 and ``0010`` as 8: the value used was
+    not the one written, silently; refused at its line, in a file and in ``-p`` alike.
+    ``0`` itself, and a quoted ``"0400"``, are no octal number."""
+    with pytest.raises(SpaceError) as err:
+        parse(text)
+    assert str(err.value) == message
+    path = tmp_path / "s.yaml"
+    path.write_text("kernel: copy\nparams: {BLOCK: [256]}\nseed: 0\n")
+    with pytest.raises(SpaceError) as err:
+        load_space(path, ["BLOCK=0400"])
+    assert str(err.value) == ("-p BLOCK=0400: 0400 has a leading zero, which YAML reads as "
+                              "an octal number (256); allowed: 400 without it, or quotes "
+                              "where text is meant")
+    assert load_space(path).sampler.seed == 0

@@ -450,6 +450,17 @@ class _Parser:
         dup = next((lb for lb in labels if labels.count(lb) > 1), None)
         if dup is not None:
             raise self.error(path, f"value {shown(dup)} appears twice")
+        # two spellings of one constant (16KiB and 16384, 2*128 and 256) are one config
+        # measured twice under two labels
+        first: dict[object, Value] = {}
+        for i, v in enumerate(values):
+            if v.constant is None:
+                continue
+            if v.constant in first:
+                raise self.error(f"{path}[{i}]", f"{shown(v.label)} is "
+                                 f"{shown(first[v.constant].label)} again (both "
+                                 f"{v.constant}); allowed: each value once")
+            first[v.constant] = v
         for i, v in enumerate(values):
             refusal = self.refusal(name, v.constant) if isinstance(v.constant, int) else None
             if refusal is not None:
@@ -1018,10 +1029,13 @@ class _Parser:
             if len({len(values) for values in members.values()}) != 1:
                 raise self.error(path, f"the zipped lists differ in length "
                                  f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
-            rows = list(zip(*(
-                [self.value(name, v, f"{path}.{name}[{i}]").label for i, v in enumerate(vals)]
-                for name, vals in members.items()), strict=True))
-            if len(set(rows)) != len(rows):
+            read = [[self.value(name, v, f"{path}.{name}[{i}]") for i, v in enumerate(vals)]
+                    for name, vals in members.items()]
+            rows = list(zip(*([v.label for v in col] for col in read), strict=True))
+            # a constant by its value: a row of 16KiB is one of 16384 again
+            same = list(zip(*([v.label if v.constant is None else v.constant for v in col]
+                              for col in read), strict=True))
+            if len(set(same)) != len(same):
                 raise self.error(path, "a row appears twice")
             for name, vals in members.items():
                 out[name] = list(dict.fromkeys(vals))
