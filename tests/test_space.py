@@ -754,3 +754,30 @@ def test_a_leading_zero_yaml_reads_as_octal_is_refused(tmp_path, text, message):
                               "an octal number (256); allowed: 400 without it, or quotes "
                               "where text is meant")
     assert load_space(path).sampler.seed == 0
+
+
+def test_null_in_an_extending_file_drops_the_key_it_inherits(tmp_path):
+    """A child cannot otherwise size by dimensions a problem its base sizes by footprint
+    (both were refused, ``footprint: null`` included): ``null`` under params, measure or
+    budget drops what the files extended give, read the same from the study's recorded
+    text; a null for a key no file extended gives drops nothing and is refused."""
+    from sweeper.space import parse_space
+
+    (tmp_path / "base.yaml").write_text(
+        "kernel: copy\nparams:\n  BLOCK: [256, 1024]\n  footprint: [16KiB]\n"
+        "budget: {trials: 5}\nmeasure: {warmup: 1, repeat: 3}\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: base.yaml\nparams:\n  footprint: null\n  n: [4096]\n"
+                     "budget: {trials: null}\n")
+    space = load_space(child)
+    assert "footprint" not in {a.name for a in space.axes}
+    assert space.axis("n").labels == ("4096",) and space.budget.trials is None
+    assert space.axis("BLOCK").labels == ("256", "1024") and space.measure.repeat == 3
+    again = parse_space(space.text, file=str(child), folder=tmp_path)
+    assert again.axis("n").labels == ("4096",) and again.budget.trials is None
+    child.write_text("extends: base.yaml\nparams:\n  grid: null\n")
+    with pytest.raises(SpaceError) as err:
+        load_space(child)
+    assert str(err.value) == (f"{child}:3: params.grid: null drops params.grid inherited "
+                              "through extends:, but the files extended give no params.grid; "
+                              "allowed: null for one of BLOCK, footprint")
