@@ -673,6 +673,13 @@ def _measured(gpu, cache):
 def _candidates(gpu, dtype, dims):
     if set(dims) != set(DIMS):
         raise TypeError(f"give the problem's dims {DIMS}, got {sorted(dims)}")
+    # a size of 0, a negative or a float has no nearest tuned problem in log space
+    bad = [f"{d}={v!r}" for d, v in dims.items() if isinstance(v, bool)
+           or not hasattr(type(v), "__index__") or v.__index__() < 1]
+    if bad:
+        raise ValueError(f"{', '.join(bad)}: give each of the problem's dims {DIMS} a "
+                         "whole number of at least 1")
+    dims = {d: v.__index__() for d, v in dims.items()}
     winners = _DATA["gpus"][_gpu(gpu)]["winners"]
     # a dtype as sweeper.tuned takes it: float32, fp32, torch.float32
     name = None if dtype is None else str(dtype).strip().removeprefix("torch.").lower()

@@ -346,6 +346,23 @@ def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
         == mod.pick(n=1 << 18, dtype=torch.float32)
 
 
+@pytest.mark.parametrize("size", [0, -3, 4096.0, True])
+def test_a_dimension_no_problem_has_is_a_value_error_naming_it(tmp_path, size):
+    """pick(n=0) raised ZeroDivisionError and pick(n=-3) 'math domain error' from inside
+    the log distance: a size the module cannot look up is one ValueError naming it and
+    what it takes (a numpy integer is a whole number, as sweeper.tuned takes it)."""
+    import numpy as np
+
+    path, _ = export_triton(study(tmp_path / "s"), tmp_path / "tuned_copy.py")
+    mod = load(path)
+    for ask in (mod.pick, mod.configs):
+        with pytest.raises(ValueError) as err:
+            ask(n=size)
+        assert str(err.value) == (f"n={size!r}: give each of the problem's dims ['n'] a "
+                                  "whole number of at least 1")
+    assert mod.pick(n=np.int64(1 << 18)) == mod.pick(n=1 << 18)
+
+
 def test_a_shape_far_from_every_tuned_one_is_warned_as_sweeper_tuned_warns(tmp_path):
     """pick() and configs(**dims) at a shape more than 4x from the nearest tuned one in a
     dimension warn, at the caller's line, saying what to tune and into which study, as
