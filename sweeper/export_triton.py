@@ -756,8 +756,10 @@ def _unexported(meta, gpu, ranked):
         return " ".join(f"{k}={v!r}" for k, v in [*c["kwargs"].items(),
                                                   *((k, c[k]) for k in _OPTIONS if k in c)])
     names = {k for c in ranked for k in c["kwargs"]} | set(_OPTIONS)
-    asked = " ".join(f"{k}={meta[k]!r}" for k in sorted(names) if k in meta) or "nothing"
-    return (f"grid(meta): no config exported for {gpu!r} has {asked}; exported: "
+    asked = " ".join(f"{k}={meta[k]!r}" for k in sorted(names) if k in meta)
+    told = (f"no config exported for {gpu!r} has {asked}" if asked else
+            f"meta holds none of the configs' options ({', '.join(sorted(names))})")
+    return (f"grid(meta): {told}; exported: "
             f"{'; '.join(shown(c) for c in ranked)}: launch one of configs(), whose grid "
             "was tuned with it")
 

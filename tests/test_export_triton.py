@@ -132,6 +132,10 @@ def test_grid_of_a_config_not_exported_is_refused_naming_it_and_the_exported(tmp
         with pytest.raises(ValueError, match=re.escape(
                 f"grid(meta): no config exported for 'NVIDIA H200' has {asked}; {exported}")):
             mod.grid(meta, n=10_000)
+    with pytest.raises(ValueError, match=re.escape(   # was "... has nothing"
+            "grid(meta): meta holds none of the configs' options (BLOCK, maxnreg, "
+            f"num_ctas, num_stages, num_warps); {exported}")):
+        mod.grid({"n": 10_000})
 
 
 def _copy_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
