@@ -463,7 +463,7 @@ def _plain(node: yaml.Node, file: str) -> None:
 
 
 def _scalar(node: yaml.Node, file: str, loader: yaml.SafeLoader, what: str,
-            path: str | None = None) -> Any:
+            path: str = "") -> Any:
     node = getattr(node, "target", node)
     if not isinstance(node, yaml.ScalarNode):
         raise SpaceError(f"{what} here must be a plain value, not a "
@@ -476,7 +476,7 @@ def _scalar(node: yaml.Node, file: str, loader: yaml.SafeLoader, what: str,
         raise SpaceError(f"{node.value} has a leading zero, which YAML reads as an octal "
                          f"number ({sign}{int(digits, 8)}); allowed: {sign}{digits} without "
                          "it, or quotes where text is meant", file=file,
-                         line=node.start_mark.line + 1, path=path or None)
+                         line=node.start_mark.line + 1, path=path)
     try:
         return loader.construct_object(node, deep=True)
     except (ValueError, OverflowError) as err:        # a 5000-digit integer, a 13th month
