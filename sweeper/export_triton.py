@@ -673,6 +673,13 @@ def _measured(gpu, cache):
 def _candidates(gpu, dtype, dims):
     if set(dims) != set(DIMS):
         raise TypeError(f"give the problem's dims {DIMS}, got {sorted(dims)}")
+    # a size of 0, a negative or a float has no nearest tuned problem in log space
+    bad = [f"{d}={v!r}" for d, v in dims.items() if isinstance(v, bool)
+           or not hasattr(type(v), "__index__") or v.__index__() < 1]
+    if bad:
+        raise ValueError(f"{', '.join(bad)}: give each of the problem's dims {DIMS} a "
+                         "whole number of at least 1")
+    dims = {d: v.__index__() for d, v in dims.items()}
     winners = _DATA["gpus"][_gpu(gpu)]["winners"]
     # a dtype as sweeper.tuned takes it: float32, fp32, torch.float32
     name = None if dtype is None else str(dtype).strip().removeprefix("torch.").lower()
@@ -749,8 +756,10 @@ def _unexported(meta, gpu, ranked):
         return " ".join(f"{k}={v!r}" for k, v in [*c["kwargs"].items(),
                                                   *((k, c[k]) for k in _OPTIONS if k in c)])
     names = {k for c in ranked for k in c["kwargs"]} | set(_OPTIONS)
-    asked = " ".join(f"{k}={meta[k]!r}" for k in sorted(names) if k in meta) or "nothing"
-    return (f"grid(meta): no config exported for {gpu!r} has {asked}; exported: "
+    asked = " ".join(f"{k}={meta[k]!r}" for k in sorted(names) if k in meta)
+    told = (f"no config exported for {gpu!r} has {asked}" if asked else
+            f"meta holds none of the configs' options ({', '.join(sorted(names))})")
+    return (f"grid(meta): {told}; exported: "
             f"{'; '.join(shown(c) for c in ranked)}: launch one of configs(), whose grid "
             "was tuned with it")
 

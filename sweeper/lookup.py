@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeper.core._api_errors import cut_at_call
+from sweeper.core._expr import LIMIT
 from sweeper.core._model import CACHE_MODES, MAX_GRID_YZ, THREAD_BLOCKS
 from sweeper.core._spelling import entry
 from sweeper.core._units import did_you_mean, whole
 from sweeper.dispatch import bracketing, candidates, log_distance
 from sweeper.errors import (
+    ExpressionError,
     StaleTuningWarning,
     SweeperError,
     TuningFileError,
@@ -455,8 +457,13 @@ class Tuning:
             return entry.footprint
         if dims is not None and entry.footprint_expr is not None:
             # at dimensions not tuned, the footprint the kernel's own rule gives there
-            return int(evaluate(parse(entry.footprint_expr),
-                                {**dims, "itemsize": DTYPES[dtype]}))
+            try:
+                return int(evaluate(parse(entry.footprint_expr),
+                                    {**dims, "itemsize": DTYPES[dtype]}))
+            except ExpressionError as err:      # the dimensions asked, not the file
+                asked = ",".join(f"{k}={v}" for k, v in dims.items())
+                raise SweeperError(f"dims {asked}: the kernel's footprint there: {err}; "
+                                   "allowed: dimensions of at most 2**62 bytes") from None
         return None
 
 
@@ -675,6 +682,11 @@ def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype
     if footprint is not None and (size is None or size <= 0):
         raise SweeperError(f"footprint {footprint!r}: give a positive number of bytes, or "
                            "a size such as '256MiB'")
+    # past 2**62 no entry's grid or footprint rule can be computed: the asked size is
+    # wrong, not the tuning file whose expression would overflow on it
+    if size is not None and size > LIMIT:
+        raise SweeperError(f"footprint {size} B is too large; allowed: at most 2**62 bytes "
+                           f"({LIMIT})")
     if size is not None and size < DTYPES[dtype]:
         raise SweeperError(f"footprint {size} B is less than one {dtype} element "
                            f"({DTYPES[dtype]} bytes); give at least that (e.g. 256MiB)")
@@ -690,6 +702,10 @@ def _checked_problem(footprint: object, dims: Mapping[str, object] | None, dtype
         shown = dict(dims) if isinstance(dims, Mapping) else dims
         raise SweeperError(f"dims {shown!r}: give each dimension a positive integer "
                            "(e.g. {'M': 4096, 'N': 2048, 'K': 8192})")
+    big = next((k for k, v in sizes.items() if v is not None and v > LIMIT), None)
+    if big is not None:
+        raise SweeperError(f"dims: {big}={sizes[big]} is too large; allowed: at most 2**62 "
+                           f"({LIMIT})")
     return None, {k: v for k, v in sizes.items() if v is not None}
 
 

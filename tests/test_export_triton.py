@@ -132,6 +132,10 @@ def test_grid_of_a_config_not_exported_is_refused_naming_it_and_the_exported(tmp
         with pytest.raises(ValueError, match=re.escape(
                 f"grid(meta): no config exported for 'NVIDIA H200' has {asked}; {exported}")):
             mod.grid(meta, n=10_000)
+    with pytest.raises(ValueError, match=re.escape(   # was "... has nothing"
+            "grid(meta): meta holds none of the configs' options (BLOCK, maxnreg, "
+            f"num_ctas, num_stages, num_warps); {exported}")):
+        mod.grid({"n": 10_000})
 
 
 def _copy_body(x, y, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
@@ -344,6 +348,23 @@ def test_the_module_dispatches_a_shape_by_sweepers_rule(tmp_path):
     # the dtype's other names, as sweeper.tuned takes them (fp32 was no problem tuned)
     assert mod.pick(n=1 << 18, dtype="fp32") == mod.pick(n=1 << 18, dtype="FLOAT32") \
         == mod.pick(n=1 << 18, dtype=torch.float32)
+
+
+@pytest.mark.parametrize("size", [0, -3, 4096.0, True])
+def test_a_dimension_no_problem_has_is_a_value_error_naming_it(tmp_path, size):
+    """pick(n=0) raised ZeroDivisionError and pick(n=-3) 'math domain error' from inside
+    the log distance: a size the module cannot look up is one ValueError naming it and
+    what it takes (a numpy integer is a whole number, as sweeper.tuned takes it)."""
+    import numpy as np
+
+    path, _ = export_triton(study(tmp_path / "s"), tmp_path / "tuned_copy.py")
+    mod = load(path)
+    for ask in (mod.pick, mod.configs):
+        with pytest.raises(ValueError) as err:
+            ask(n=size)
+        assert str(err.value) == (f"n={size!r}: give each of the problem's dims ['n'] a "
+                                  "whole number of at least 1")
+    assert mod.pick(n=np.int64(1 << 18)) == mod.pick(n=1 << 18)
 
 
 def test_a_shape_far_from_every_tuned_one_is_warned_as_sweeper_tuned_warns(tmp_path):

@@ -688,3 +688,96 @@ def test_an_adaptive_setting_beside_repeat_alone_is_refused_at_its_line(tmp_path
                  "{repeat: 3, stop: fixed}"):
         parse_space(f"kernel: copy\nparams: {{BLOCK: [1024]}}\nmeasure: {fine}\n",
                     file="s.yaml")
+
+
+def test_a_measure_cache_that_contradicts_the_cache_axis_is_refused(tmp_path):
+    """``params.cache`` sets the cache axis, so a ``measure.cache`` beside it that says
+    otherwise would go unread: refused at its line, naming the axis's line; saying the
+    same (``both`` beside ``[warm, cold]``) is no contradiction, and ``-p cache=...`` is
+    this run's and wins over the file's ``measure.cache``."""
+    text = "kernel: copy\nparams:\n  cache: [cold]\nmeasure:\n  cache: {}\n"
+    with pytest.raises(SpaceError) as err:
+        parse(text.format("warm"))
+    assert str(err.value) == ("s.yaml:5: measure.cache: 'warm' contradicts params.cache "
+                              "(cold, at s.yaml:3), the cache axis it would set; allowed: "
+                              "one of them, or both saying the same")
+    with pytest.raises(SpaceError, match=r"^s.yaml:5: measure.cache: 'both' contradicts"):
+        parse(text.format("both"))
+    assert parse(text.format("cold")).axis("cache").labels == ("cold",)
+    both = "kernel: copy\nparams: {cache: [warm, cold]}\nmeasure: {cache: both}\n"
+    assert parse(both).axis("cache").labels == ("warm", "cold")
+    path = tmp_path / "s.yaml"
+    path.write_text(text.format("cold"))
+    assert load_space(path, ["cache=warm"]).axis("cache").labels == ("warm",)
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ("{footprint: [16KiB, 16384]}",
+     "s.yaml:2: params.footprint[1]: '16384' is '16KiB' again (both 16384); allowed: each "
+     "value once"),
+    ("{footprint: [16KiB, 16384B]}",
+     "s.yaml:2: params.footprint[1]: '16384B' is '16KiB' again (both 16384); allowed: each "
+     "value once"),
+    ("{BLOCK: ['2*128', 256]}",
+     "s.yaml:2: params.BLOCK[1]: '256' is '2*128' again (both 256); allowed: each value once"),
+    ("{t: {zip: {footprint: [16KiB, 16384], BLOCK: [256, '2*128']}}}",
+     "s.yaml:2: params.t.zip: a row appears twice"),
+])
+def test_one_value_spelt_twice_is_refused_as_a_value_given_twice(params, message):
+    """``16KiB`` and ``16384`` are one footprint: measured as two values, the sweep ran the
+    same config twice under two labels, and the report showed it as two problems."""
+    with pytest.raises(SpaceError) as err:
+        parse(f"kernel: copy\nparams: {params}\n")
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kernel: copy\nparams: {BLOCK: [0400]}\n",
+     "s.yaml:2: params.BLOCK[0]: 0400 has a leading zero, which YAML reads as an octal "
+     "number (256); allowed: 400 without it, or quotes where text is meant"),
+    ("kernel: copy\nparams: {BLOCK: [256]}\nbudget: {trials: 0010}\n",
+     "s.yaml:3: budget.trials: 0010 has a leading zero, which YAML reads as an octal "
+     "number (8); allowed: 10 without it, or quotes where text is meant"),
+])
+def test_a_leading_zero_yaml_reads_as_octal_is_refused(tmp_path, text, message):
+    """YAML 1.1 reads a plain ``0400`` as octal 256 and ``0010`` as 8: the value used was
+    not the one written, silently; refused at its line, in a file and in ``-p`` alike.
+    ``0`` itself, and a quoted ``"0400"``, are no octal number."""
+    with pytest.raises(SpaceError) as err:
+        parse(text)
+    assert str(err.value) == message
+    path = tmp_path / "s.yaml"
+    path.write_text("kernel: copy\nparams: {BLOCK: [256]}\nseed: 0\n")
+    with pytest.raises(SpaceError) as err:
+        load_space(path, ["BLOCK=0400"])
+    assert str(err.value) == ("-p BLOCK=0400: 0400 has a leading zero, which YAML reads as "
+                              "an octal number (256); allowed: 400 without it, or quotes "
+                              "where text is meant")
+    assert load_space(path).sampler.seed == 0
+
+
+def test_null_in_an_extending_file_drops_the_key_it_inherits(tmp_path):
+    """A child cannot otherwise size by dimensions a problem its base sizes by footprint
+    (both were refused, ``footprint: null`` included): ``null`` under params, measure or
+    budget drops what the files extended give, read the same from the study's recorded
+    text; a null for a key no file extended gives drops nothing and is refused."""
+    from sweeper.space import parse_space
+
+    (tmp_path / "base.yaml").write_text(
+        "kernel: copy\nparams:\n  BLOCK: [256, 1024]\n  footprint: [16KiB]\n"
+        "budget: {trials: 5}\nmeasure: {warmup: 1, repeat: 3}\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: base.yaml\nparams:\n  footprint: null\n  n: [4096]\n"
+                     "budget: {trials: null}\n")
+    space = load_space(child)
+    assert "footprint" not in {a.name for a in space.axes}
+    assert space.axis("n").labels == ("4096",) and space.budget.trials is None
+    assert space.axis("BLOCK").labels == ("256", "1024") and space.measure.repeat == 3
+    again = parse_space(space.text, file=str(child), folder=tmp_path)
+    assert again.axis("n").labels == ("4096",) and again.budget.trials is None
+    child.write_text("extends: base.yaml\nparams:\n  grid: null\n")
+    with pytest.raises(SpaceError) as err:
+        load_space(child)
+    assert str(err.value) == (f"{child}:3: params.grid: null drops params.grid inherited "
+                              "through extends:, but the files extended give no params.grid; "
+                              "allowed: null for one of BLOCK, footprint")

@@ -825,3 +825,45 @@ def test_a_header_its_hash_never_read_is_not_gone_and_an_edit_is_an_earlier_sour
     with pytest.warns(StaleTuningWarning, match="tuned for an earlier source of cuda") as w:
         assert tuned("cuda", **asked).stale
     assert len(w) == 1 and "is gone" not in str(w[0].message)
+
+
+def test_a_problem_past_2_62_is_refused_as_the_caller_s_not_blamed_on_the_file(tmp_path,
+                                                                                 path):
+    """A size no expression can take (past 2**62) is the caller's mistake: refused as the
+    asked footprint or dimension, never as a broken tuning file (``TuningFileError``),
+    and a dimension whose footprint by the entry's own rule is past 2**62 names the dims
+    asked."""
+    from sweeper.errors import TuningFileError
+
+    export_study(study(tmp_path, "a", [1 << 20]), path)
+    with pytest.raises(SweeperError) as err:
+        tuned("copy", dtype="float32", footprint=1 << 200, gpu="NVIDIA H200", path=path)
+    assert not isinstance(err.value, TuningFileError)
+    assert str(err.value) == (f"footprint {1 << 200} B is too large; allowed: at most 2**62 "
+                              f"bytes ({1 << 62})")
+    dims_path = tmp_path / "dims.json"
+    export_study(study(tmp_path, "b", [{"M": 1024, "N": 1024, "K": 1024}]), dims_path)
+    with pytest.raises(SweeperError) as err:
+        tuned("copy", dtype="float32", dims={"M": 1 << 70, "N": 4, "K": 4},
+              gpu="NVIDIA H200", path=dims_path)
+    assert not isinstance(err.value, TuningFileError)
+    assert str(err.value).startswith(f"dims: M={1 << 70} is too large; allowed: at most 2**62")
+    data = json.loads(dims_path.read_text())
+    data["entries"][0]["footprint_expr"] = "M * K * itemsize"
+    dims_path.write_text(json.dumps(data))
+    with pytest.raises(SweeperError) as err:
+        tuned("copy", dtype="float32", dims={"M": 1 << 40, "N": 4, "K": 1 << 40},
+              gpu="NVIDIA H200", path=dims_path)
+    assert not isinstance(err.value, TuningFileError)
+    assert str(err.value).startswith(f"dims M={1 << 40},N=4,K={1 << 40}: the kernel's "
+                                     "footprint there: 'M * K * itemsize' gives a number "
+                                     "beyond"), str(err.value)
+
+
+def test_a_dimension_given_twice_to_sweeper_tuned_is_refused(capsys):
+    """``--dims n=4096,n=8192`` names two problems: refused, not read as the last."""
+    from sweeper.cli import main
+
+    assert main(["tuned", "copy", "--dims", "n=4096,n=8192"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "sweeper: --dims: n is given twice (n=4096 and n=8192); allowed: each dimension once")

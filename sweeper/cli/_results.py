@@ -225,5 +225,8 @@ def _dims_option(text: str) -> dict[str, int]:
         if not (eq and name.isidentifier() and size is not None and size > 0):
             raise SweeperError(f"--dims: {part.strip()[:40]!r} is not NAME=SIZE; allowed: "
                                "positive integers by name, e.g. M=4096,N=2048,K=8192")
+        if name in out:                         # which one was meant is not ours to guess
+            raise SweeperError(f"--dims: {name} is given twice ({name}={out[name]} and "
+                               f"{name}={size}); allowed: each dimension once")
         out[name] = size
     return out

@@ -103,11 +103,16 @@ def _merged(pdata: dict[str, Any], pwhere: Where, data: dict[str, Any], where: W
     keys key by key, the others whole; each key where it was written last."""
     merged = dict(pdata)
     merged_where = dict(pwhere)
+    where = dict(where)
     for key, value in data.items():
         if key in MERGED and isinstance(value, dict) and isinstance(pdata.get(key), dict):
             merged[key] = {**pdata[key], **value}
             for sub in value:
                 _drop(merged_where, f"{key}.{sub}")
+                if value[sub] is None:          # `footprint: null`: drop what it inherits
+                    _inherited(pdata[key], key, sub, where)
+                    del merged[key][sub]
+                    _drop(where, f"{key}.{sub}")
         else:
             merged[key] = value
             _drop(merged_where, key)
@@ -196,6 +201,17 @@ def _extended(text: str, file: str) -> tuple[Any, dict[str, int]]:
             raise SpaceError("not a space file: the key on this line is none of "
                              f"{', '.join(TOP_KEYS)}", file=file, line=lines.get(key))
     return data, lines
+
+
+def _inherited(inherited: dict[str, Any], key: str, sub: str, where: Where) -> None:
+    """Refuse a ``null`` that drops ``key.sub`` where the files extended give none: it
+    would drop nothing, and say so to no one."""
+    if sub not in inherited:
+        file, line = where.get(f"{key}.{sub}", ("<space>", None))
+        raise SpaceError(f"null drops {key}.{sub} inherited through extends:, but the "
+                         f"files extended give no {key}.{sub}; allowed: null for one of "
+                         f"{', '.join(map(str, inherited)) or 'none'}", file=file,
+                         line=line, path=f"{key}.{sub}")
 
 
 def _drop(where: Where, path: str) -> None:

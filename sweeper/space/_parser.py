@@ -314,6 +314,7 @@ class _Parser:
             raise self.error("", "missing key 'params'; it lists the axes to sweep")
         measure, cache_modes = self.measure(data.get("measure", {}))
         axes = self.axes(data["params"], cache_modes)
+        self.one_cache(data.get("measure"), axes, cache_modes)
         self.size(axes)
         self.fits_kernel(axes)
         order = self.order(axes)
@@ -449,6 +450,17 @@ class _Parser:
         dup = next((lb for lb in labels if labels.count(lb) > 1), None)
         if dup is not None:
             raise self.error(path, f"value {shown(dup)} appears twice")
+        # two spellings of one constant (16KiB and 16384, 2*128 and 256) are one config
+        # measured twice under two labels
+        first: dict[object, Value] = {}
+        for i, v in enumerate(values):
+            if v.constant is None:
+                continue
+            if v.constant in first:
+                raise self.error(f"{path}[{i}]", f"{shown(v.label)} is "
+                                 f"{shown(first[v.constant].label)} again (both "
+                                 f"{v.constant}); allowed: each value once")
+            first[v.constant] = v
         for i, v in enumerate(values):
             refusal = self.refusal(name, v.constant) if isinstance(v.constant, int) else None
             if refusal is not None:
@@ -828,6 +840,22 @@ class _Parser:
             fields["duty"], fields["duty_s"] = fields["duty"]
         return MeasureSpec(**fields), list(CACHE_MODES) if cache == "both" else [cache]
 
+    def one_cache(self, measure: Any, axes: list[Axis], modes: list[str]) -> None:
+        """``measure.cache`` beside a ``params.cache`` the files write (``-p cache=...``
+        is this run's and wins) must say the same: the axis decides, so a
+        ``measure.cache`` that says otherwise would go unread, unsaid."""
+        written = self.where.get("params.cache")
+        if not (isinstance(measure, dict) and "cache" in measure and written is not None
+                and written[1] is not None):
+            return
+        axis = next(a for a in axes if a.name == "cache")
+        labels = [v.label for v in axis.values]
+        if set(labels) != set(modes):
+            raise self.error("measure.cache", f"{shown(measure['cache'])} contradicts "
+                             f"params.cache ({', '.join(labels)}, at "
+                             f"{written[0]}:{written[1]}), the cache axis it would set; "
+                             "allowed: one of them, or both saying the same")
+
     def declared(self, value: Any, params: Any, named_by: str = "kernel"
                  ) -> tuple[str, tuple[tuple[str, str], ...]]:
         """The kernel ``kernel:`` names (a name, or a mapping of its name and options) and
@@ -1001,10 +1029,13 @@ class _Parser:
             if len({len(values) for values in members.values()}) != 1:
                 raise self.error(path, f"the zipped lists differ in length "
                                  f"({', '.join(f'{n}: {len(v)}' for n, v in members.items())})")
-            rows = list(zip(*(
-                [self.value(name, v, f"{path}.{name}[{i}]").label for i, v in enumerate(vals)]
-                for name, vals in members.items()), strict=True))
-            if len(set(rows)) != len(rows):
+            read = [[self.value(name, v, f"{path}.{name}[{i}]") for i, v in enumerate(vals)]
+                    for name, vals in members.items()]
+            rows = list(zip(*([v.label for v in col] for col in read), strict=True))
+            # a constant by its value: a row of 16KiB is one of 16384 again
+            same = list(zip(*([v.label if v.constant is None else v.constant for v in col]
+                              for col in read), strict=True))
+            if len(set(same)) != len(same):
                 raise self.error(path, "a row appears twice")
             for name, vals in members.items():
                 out[name] = list(dict.fromkeys(vals))

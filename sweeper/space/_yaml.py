@@ -44,6 +44,8 @@ MAX_DEPTH = 100
 MOST_BITS = 1 << 12
 _MERGE = "tag:yaml.org,2002:merge"
 _PLAIN_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+#: An integer YAML 1.1 reads as octal: a plain ``0400`` is 256, ``budget: {trials: 0010}`` 8
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
 _UTF32 = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 _UTF16 = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
@@ -395,6 +397,11 @@ def load_value(text: str, file: str) -> Any:
     space file's values are (``None`` for no text)."""
     _flow_depth(text, file)
     node, loader = _compose(text, file, _Loader)
+    if isinstance(node, yaml.ScalarNode):       # read as a file's value is: 0400 refused
+        try:
+            return _scalar(node, file, loader, "a value")
+        except SpaceError as err:               # one line on the command line: no line
+            raise SpaceError(err.message, file=err.file, path=err.path) from None
     return None if node is None else loader.construct_document(node)
 
 
@@ -434,7 +441,7 @@ def _convert(node: yaml.Node, path: str, lines: dict[str, int], file: str,
         _plain(node, file)
         return [_convert(item, f"{path}[{i}]", lines, file, loader)
                 for i, item in enumerate(node.value)]
-    return _scalar(node, file, loader, "a value")
+    return _scalar(node, file, loader, "a value", path)
 
 
 def _merge_sources(value: yaml.Node, file: str) -> list[yaml.MappingNode]:
@@ -455,12 +462,21 @@ def _plain(node: yaml.Node, file: str) -> None:
                          "list", file=file, line=node.start_mark.line + 1)
 
 
-def _scalar(node: yaml.Node, file: str, loader: yaml.SafeLoader, what: str) -> Any:
+def _scalar(node: yaml.Node, file: str, loader: yaml.SafeLoader, what: str,
+            path: str = "") -> Any:
     node = getattr(node, "target", node)
     if not isinstance(node, yaml.ScalarNode):
         raise SpaceError(f"{what} here must be a plain value, not a "
                          f"{'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}",
                          file=file, line=node.start_mark.line + 1)
+    if node.tag == "tag:yaml.org,2002:int" and _OCTAL.fullmatch(node.value):
+        # YAML 1.1 reads it as octal, which no one writing 0400 or 0010 means
+        sign = "-" if node.value.startswith("-") else ""
+        digits = node.value.lstrip("+-").replace("_", "").lstrip("0") or "0"
+        raise SpaceError(f"{node.value} has a leading zero, which YAML reads as an octal "
+                         f"number ({sign}{int(digits, 8)}); allowed: {sign}{digits} without "
+                         "it, or quotes where text is meant", file=file,
+                         line=node.start_mark.line + 1, path=path)
     try:
         return loader.construct_object(node, deep=True)
     except (ValueError, OverflowError) as err:        # a 5000-digit integer, a 13th month
