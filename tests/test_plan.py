@@ -417,6 +417,8 @@ def test_a_user_kernels_interpreted_launch_counts_its_triton_functions_operation
     from sweeper.space import Problem, load_space
 
     monkeypatch.chdir(ROOT)
+    # another test in this process may have imported it: what matters is that plan does not
+    monkeypatch.delitem(sys.modules, "examples.matmul", raising=False)
     device = open_device("interpret")
     costs, facts = device.plan_costs, device.facts()
     space = load_space(ROOT / "examples" / "matmul.yaml", user_code=False)
