@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.core import DTYPES, Config, Dim, Expr, evaluate, parse
-from sweeper.core._api_errors import cut_at_call
+from sweeper.core._api_errors import callers_frame, cut_at_call
 from sweeper.core._model import FACT_NAMES, WARP_BLOCKS, LaunchShape
 from sweeper.core._spelling import entry
 from sweeper.core._units import canonical_dtype, defined_as, did_you_mean, whole
@@ -792,24 +792,11 @@ def kernel(launch: Callable[..., Any] | None = None, /, *,
         footprint_bytes=footprint_bytes,
         bytes_moved=bytes_moved, flops=flops, baseline=baseline, baseline_name=baseline_name,
         tolerance=tolerance, headline=headline, autotuned=autotuned, model=model,
-        refuse=refuse, check=check, verify=verify, declared_in=_caller_module())
+        refuse=refuse, check=check, verify=verify,
+        declared_in=callers_frame(sys._getframe(1)).f_globals.get("__name__"))
     # the decorator a user applies is a call of the API too: its errors cut at it
     return cut_at_call(declared.checked_build) if launch is None else \
         declared.checked_build(launch)
-
-
-def _caller_module() -> str | None:
-    """The module of the first caller outside sweeper: the one whose code called
-    :func:`kernel` (through the API's wrappers)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        name = frame.f_globals.get("__name__")
-        if not isinstance(name, str):
-            return None
-        if name != "sweeper" and not name.startswith("sweeper."):
-            return name
-        frame = frame.f_back  # type: ignore[assignment]
-    return None
 
 
 def _one_array(footprint_bytes: str | None) -> bool:
