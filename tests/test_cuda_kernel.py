@@ -1740,11 +1740,28 @@ def test_a_sweeper_cuda_kernels_args_are_checked_against_a_factorys_tensors(
 
 # -- on a GPU ------------------------------------------------------------------------------
 
-def _gpu_kernel(tmp_path: Path, source: Path = COPY_CU):
+def _gpu_kernel(tmp_path: Path, source: Path = COPY_CU, extra: str = ""):
+    """The example copy (or ``source`` in its place) declared by a space beside it, with
+    ``extra`` among its kernel options."""
     shutil.copy(source, tmp_path / "copy.cu")
-    (tmp_path / "space.yaml").write_text(space_text(args="[dst, src, 'n:int64']"))
+    (tmp_path / "space.yaml").write_text(space_text(args="[dst, src, 'n:int64']",
+                                                    extra=extra))
     space = load_space(tmp_path / "space.yaml")
     return load_kernel(space.kernel, space.kernel_options)
+
+
+def one_gpu_trial(tmp_path: Path, source: Path = COPY_CU, extra: str = ""):
+    """One trial of :func:`_gpu_kernel`'s kernel on the GPU at 4108 B of float32 (a tail
+    of three elements past the last vector of four), one warmup and three timed runs."""
+    from sweeper.devices import open_device
+    from sweeper.trial import run_trial
+
+    kernel = _gpu_kernel(tmp_path, source, extra)
+    problem = Problem("float32", 4096 + 12)
+    config = Config(problem=problem, grid=8, block=128, meta={"VEC": 4, "UNROLL": 1})
+    return run_trial(kernel, kernel.allocate(problem, "cuda"), config, open_device("cuda"),
+                     MeasureSpec(warmup=1, repeat=3, stop="fixed"),
+                     torch.Generator(device="cuda").manual_seed(0))
 
 
 @pytest.mark.gpu
@@ -1782,9 +1799,8 @@ def test_an_allowed_nvrtc_option_compiles_runs_and_verifies_on_the_gpu(tmp_path,
                                                                         option):
     """An option the space's check allows is one NVRTC takes: the trial's compile is
     given it, and the trial verifies."""
-    from sweeper.devices import open_device
     from sweeper.kernels._cuda_build import NvrtcCompiler
-    from sweeper.trial import TrialStatus, run_trial
+    from sweeper.trial import TrialStatus
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     given: list[tuple[str, ...]] = []
@@ -1794,34 +1810,19 @@ def test_an_allowed_nvrtc_option_compiles_runs_and_verifies_on_the_gpu(tmp_path,
         given.append(tuple(options))
         return real(self, source, name, options, entry)
     monkeypatch.setattr(NvrtcCompiler, "compile", compile)
-    shutil.copy(COPY_CU, tmp_path / "copy.cu")
-    (tmp_path / "space.yaml").write_text(space_text(
-        args="[dst, src, 'n:int64']", extra=f"\n  nvrtc_options: [{json.dumps(option)}]"))
-    space = load_space(tmp_path / "space.yaml")
-    kernel = load_kernel(space.kernel, space.kernel_options)
-    problem = Problem("float32", 4096 + 12)
-    config = Config(problem=problem, grid=8, block=128, meta={"VEC": 4, "UNROLL": 1})
-    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, open_device("cuda"),
-                       MeasureSpec(warmup=1, repeat=3, stop="fixed"),
-                       torch.Generator(device="cuda").manual_seed(0))
+    result = one_gpu_trial(tmp_path, extra=f"\n  nvrtc_options: [{json.dumps(option)}]")
     assert result.status is TrialStatus.OK, (option, result.reason)
     assert given and all(option in options for options in given), given
 
 
 @pytest.mark.gpu
 def test_a_planted_wrong_cuda_kernel_is_caught_on_the_gpu(tmp_path, monkeypatch):
-    from sweeper.devices import open_device
-    from sweeper.trial import TrialStatus, run_trial
+    from sweeper.trial import TrialStatus
 
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
     wrong = tmp_path / "wrong.cu"
     wrong.write_text(COPY_CU.read_text().replace("dst[i] = src[i];", "dst[i] = 2 * src[i];"))
-    kernel = _gpu_kernel(tmp_path, wrong)
-    problem = Problem("float32", 4096 + 12)                     # the tail is wrong
-    config = Config(problem=problem, grid=8, block=128, meta={"VEC": 4, "UNROLL": 1})
-    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, open_device("cuda"),
-                       MeasureSpec(warmup=1, repeat=3, stop="fixed"),
-                       torch.Generator(device="cuda").manual_seed(0))
+    result = one_gpu_trial(tmp_path, wrong)                     # the tail is wrong
     assert result.status is TrialStatus.WRONG_ANSWER
     assert result.reason.startswith("output dst: 3 of 1027 elements differ")
 

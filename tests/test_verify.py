@@ -18,12 +18,11 @@ from sweeper.cli import main
 from sweeper.errors import SweeperError, VerifyFailed
 from sweeper.kernels import load_kernel
 from sweeper.kernels._short import VERIFY_FALSE, verified
-from sweeper.space import Config, MeasureSpec, Problem, load_space
+from sweeper.space import Config, Problem, load_space
 from sweeper.store import StudyStore
 from sweeper.trial import TrialStatus
 from tests import short_kernels_for_tests as declared
-from tests.conftest import ROOT
-from tests.test_cuda_kernel import COPY_CU, space_text
+from tests.test_cuda_kernel import COPY_CU, one_gpu_trial, space_text
 from tests.test_short_kernels import TINY
 
 
@@ -365,20 +364,8 @@ def test_a_cuda_verify_judges_a_trial_on_the_gpu(tmp_path, monkeypatch, function
     """A CUDA C kernel's ``verify:`` judges its trials on the GPU: the copy passes
     ``close``, and ``says_why``'s string is its wrong answer's reason, checked first and
     after the timed launches."""
-    from sweeper.devices import open_device
-    from sweeper.trial import run_trial
-
     monkeypatch.setenv("SWEEPER_CACHE", str(tmp_path / "cache"))
-    shutil.copy(ROOT / "examples" / "copy.cu", tmp_path / "copy.cu")
     (tmp_path / "check.py").write_text(CHECK_PY)
-    (tmp_path / "space.yaml").write_text(space_text(
-        args="[dst, src, 'n:int64']", extra=f"\n  verify: check.py:{function}"))
-    space = load_space(tmp_path / "space.yaml")
-    kernel = load_kernel(space.kernel, space.kernel_options)
-    problem = Problem("float32", 4096 + 12)
-    config = Config(problem=problem, grid=8, block=128, meta={"VEC": 4, "UNROLL": 1})
-    result = run_trial(kernel, kernel.allocate(problem, "cuda"), config, open_device("cuda"),
-                       MeasureSpec(warmup=1, repeat=3, stop="fixed"),
-                       torch.Generator(device="cuda").manual_seed(0))
+    result = one_gpu_trial(tmp_path, extra=f"\n  verify: check.py:{function}")
     assert (result.status, result.reason) == (status, reason)
 
